@@ -1,0 +1,150 @@
+"""Group ablations as causal checks (method spec §5): knock heads out at W_O's input, read the query's logits.
+
+A head set is a spec `{layer: [heads]}`. Zero ablation (the paper's only mode) sets the head's slice of the output
+projection's input to 0 at every position; mean ablation (a variant) sets it to the head's mean output over the
+evaluation batch and positions, which keeps the residual stream's scale.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from nnsight import NNsight
+
+from circuitdev.batch import InductionBatch
+from circuitdev.capture import as_token_tensor, chunks, envoy
+from circuitdev.errors import ConfigError
+from circuitdev.families import Layout, family_of
+
+AblationMode = Literal["zero", "mean"]
+HeadSpec = dict[int, list[int]]
+
+
+def check_spec(spec: HeadSpec, layout: Layout) -> HeadSpec:
+    clean: HeadSpec = {}
+    for layer, heads in spec.items():
+        layer = int(layer)
+        if not 0 <= layer < layout.n_layers:
+            raise ConfigError(f"layer {layer} in the head set is outside the model's {layout.n_layers} layers")
+        bad = [h for h in heads if not 0 <= int(h) < layout.n_heads]
+        if bad:
+            raise ConfigError(f"heads {bad} of layer {layer} are outside the model's {layout.n_heads} heads")
+        clean[layer] = sorted({int(h) for h in heads})
+    return clean
+
+
+def n_heads_in(spec: HeadSpec) -> int:
+    return sum(len(h) for h in spec.values())
+
+
+def head_means(model: torch.nn.Module, batch: InductionBatch, *, layout: Layout, batch_size: int = 8) -> torch.Tensor:
+    """(L, H * d_head) mean of W_O's input over all sequences and positions: what mean ablation writes in."""
+    ids = as_token_tensor(batch.tokens, model)
+    wrapped = NNsight(model)
+    total = torch.zeros(layout.n_layers, layout.n_heads * layout.head_dim, dtype=torch.float64)
+    with torch.no_grad():
+        for sl in chunks(ids.shape[0], batch_size):
+            sums: list = []
+            with wrapped.trace(input_ids=ids[sl]):
+                for layer in range(layout.n_layers):
+                    z = envoy(wrapped, layout.out_proj_path(layer)).input  # (B, T, H * d_head)
+                    sums.append(z.double().sum(dim=(0, 1)).save())
+            total += torch.stack([s.cpu() for s in sums])
+    return (total / ids.numel()).float()
+
+
+def query_logits(
+    model: torch.nn.Module,
+    batch: InductionBatch,
+    spec: HeadSpec | None = None,
+    *,
+    mode: AblationMode = "zero",
+    means: torch.Tensor | None = None,
+    layout: Layout | None = None,
+    batch_size: int = 8,
+) -> torch.Tensor:
+    """(N, V) fp32 logits at the query with the heads of `spec` ablated (none: bit-identical to a plain forward)."""
+    layout = layout or family_of(model)
+    spec = check_spec(spec or {}, layout)
+    if mode not in ("zero", "mean"):
+        raise ConfigError(f"unknown ablation mode {mode!r}; use 'zero' (the paper) or 'mean'")
+    if mode == "mean" and spec and means is None:
+        means = head_means(model, batch, layout=layout, batch_size=batch_size)
+    ids = as_token_tensor(batch.tokens, model)
+    q, dh = batch.query, layout.head_dim
+    wrapped = NNsight(model)
+    out = []
+    with torch.no_grad():
+        for sl in chunks(ids.shape[0], batch_size):
+            with wrapped.trace(input_ids=ids[sl]):
+                for layer in sorted(spec):
+                    z = envoy(wrapped, layout.out_proj_path(layer)).input  # (B, T, H * d_head)
+                    for h in spec[layer]:
+                        cols = slice(h * dh, (h + 1) * dh)
+                        z[..., cols] = 0 if mode == "zero" else means[layer, cols].to(z.dtype)
+                logits = wrapped.output.logits[:, q].save()  # (B, V)
+            out.append(logits.float().cpu())
+    return torch.cat(out)
+
+
+def metrics(logits: torch.Tensor, target) -> dict[str, float]:
+    """loss (mean cross-entropy of the target B), acc_top1, acc_top5, mean_logit_B — the paper's four."""
+    target = torch.as_tensor(target)
+    top5 = logits.topk(min(5, logits.shape[-1]), dim=-1).indices
+    return {
+        "loss": float(F.cross_entropy(logits, target)),
+        "acc_top1": float((top5[:, 0] == target).float().mean()),
+        "acc_top5": float((top5 == target[:, None]).any(-1).float().mean()),
+        "mean_logit_B": float(logits[torch.arange(len(target)), target].mean()),
+    }
+
+
+def evaluate(model: torch.nn.Module, batch: InductionBatch, spec: HeadSpec | None = None, **kwargs) -> dict[str, float]:
+    """Next-token metrics at the query with `spec` ablated; keyword arguments as `query_logits`."""
+    return metrics(query_logits(model, batch, spec, **kwargs), batch.target)
+
+
+def matched_random(spec: HeadSpec, n_heads: int, *, seed: int = 123) -> HeadSpec:
+    """Same layers and per-layer counts as `spec`, drawn from the other heads of each layer (count capped by how many
+    there are). One RandomState(seed) is drawn sequentially over the layers in the spec's order, as the authors do."""
+    rng = np.random.RandomState(seed)
+    out: HeadSpec = {}
+    for layer, heads in spec.items():
+        eligible = [h for h in range(n_heads) if h not in set(heads)]
+        k = min(len(heads), len(eligible))
+        if k:
+            out[int(layer)] = sorted(int(h) for h in rng.choice(eligible, size=k, replace=False))
+    return out
+
+
+def upper_bound(spec: HeadSpec, n_heads: int) -> HeadSpec:
+    """Every head of the layers the spec touches."""
+    return {int(layer): list(range(n_heads)) for layer in spec}
+
+
+def ablation_suite(
+    model: torch.nn.Module,
+    batch: InductionBatch,
+    spec: HeadSpec,
+    *,
+    name: str = "screen",
+    random_seeds: tuple[int, ...] = (123,),
+    mode: AblationMode = "zero",
+    batch_size: int = 8,
+) -> pd.DataFrame:
+    """Baseline, the screened set, matched-random controls (one row per seed) and the upper bound, one row each."""
+    layout = family_of(model)
+    spec = check_spec(spec, layout)
+    means = head_means(model, batch, layout=layout, batch_size=batch_size) if mode == "mean" else None
+    conditions: list[tuple[str, HeadSpec, int | None]] = [("baseline", {}, None), (name, spec, None)]
+    conditions += [("matched_random", matched_random(spec, layout.n_heads, seed=s), s) for s in random_seeds]
+    conditions.append(("upper_bound", upper_bound(spec, layout.n_heads), None))
+    rows = []
+    for cond, heads, seed in conditions:
+        scores = evaluate(model, batch, heads, mode=mode, means=means, layout=layout, batch_size=batch_size)
+        rows.append({"condition": cond, "seed": seed, "n_ablated": n_heads_in(heads), "spec": heads, "mode": mode, **scores})
+    return pd.DataFrame(rows)

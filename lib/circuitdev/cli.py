@@ -1,0 +1,49 @@
+"""`circuitdev`: one console script; each subcommand lives in `circuitdev.commands.<name>` and is thin over the library.
+
+A command module defines `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
+Exit codes: 0 success, 2 a user error (bad input, missing data, offline), 1 an unexpected failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from circuitdev.errors import CircuitdevError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="circuitdev",
+        description="When do attention circuits form? Probe checkpoints, re-analyse published data, build the book.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    import circuitdev.commands as commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"circuitdev.commands.{info.name}")
+        if hasattr(module, "register"):
+            module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except CircuitdevError as err:
+        print(f"circuitdev {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"circuitdev {args.command}: interrupted; completed records are kept, re-run to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

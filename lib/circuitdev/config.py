@@ -1,0 +1,82 @@
+"""ProbeConfig: every knob of one probe run, with the paper's values as defaults (method spec §1–§3).
+
+A stored record is keyed by `config_hash()`, so two runs with the same configuration share results and changing any
+field (a threshold, the batch size excepted) gives a new record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from circuitdev.errors import ConfigError
+
+# Fields that change how fast a run goes, never what it computes: left out of the hash.
+_NOT_HASHED = {"batch_size", "device"}
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    # --- the synthetic induction batch (spec §1)
+    n: int = 2000  # sequences in the screen / ablation batch
+    seq_len: int = 256  # T; the query (second A) sits at T - 1
+    seed: int = 42  # RandomState seed of the batch
+    vocab_range: tuple[int, int] = (100, 10000)  # filler / A / B ids, half-open
+    first_a_range: tuple[int, int] | None = None  # None: (20, 128) at T=256, scaled for shorter T
+    # --- participation ratio (spec §3): the phase-1 run used the first 500 rows of the same batch
+    n_pr: int = 500
+    # --- selectivity screen (spec §2)
+    baseline_size: int = 50  # fixed "uniform-other" positions drawn with RandomState(baseline_seed)
+    baseline_seed: int = 0
+    baseline_excludes_ab: bool = False  # variant: drop each sequence's A/B positions from its baseline
+    class_threshold: float = 30.0  # best class must reach this to classify the head
+    induction_threshold: float = 50.0  # induction circuit membership
+    prev_token_threshold: float = 100.0  # previous-token circuit (and best class == previous-token)
+    bos_threshold: float = 30.0  # first-token (sink) counting rule of the developmental tables
+    # --- our additions: all-query first-token score, Gu et al. sink rate
+    allq_skip: int = 4  # queries 0..allq_skip-1 are left out (position 0 trivially attends to itself)
+    sink_rate_epsilon: float = 0.3  # Gu et al. 2025: a head is a sink head if its mean mass on position 0 > eps
+    n_prefix: int = 64  # repeated-random-sequence batch for the prefix-matching (induction) score; 0 skips it
+    # --- null calibration (spec §3): random non-target positions instead of B
+    n_nulls: int = 20  # the authors' default; their reported runs used 500
+    null_seed: int = 2026
+    # --- execution (not hashed)
+    batch_size: int = 8
+    device: str | None = None
+    dtype: str | None = None  # None: the panel's dtype
+
+    def __post_init__(self) -> None:
+        for name in ("class_threshold", "induction_threshold", "prev_token_threshold", "bos_threshold"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be a positive selectivity ratio (e.g. 30.0), got {getattr(self, name)!r}")
+        if self.n_prefix < 0 or self.n_nulls < 0:
+            raise ConfigError(f"n_prefix and n_nulls must be >= 0, got {self.n_prefix}, {self.n_nulls}")
+        if self.n < 1 or self.n_pr < 1:
+            raise ConfigError(f"n and n_pr must be >= 1, got n={self.n}, n_pr={self.n_pr}")
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
+        if not 0 < self.sink_rate_epsilon < 1:
+            raise ConfigError(f"sink_rate_epsilon must lie in (0, 1), got {self.sink_rate_epsilon}")
+        object.__setattr__(self, "vocab_range", tuple(int(v) for v in self.vocab_range))
+        if self.first_a_range is not None:
+            object.__setattr__(self, "first_a_range", tuple(int(v) for v in self.first_a_range))
+
+    def replace(self, **changes) -> "ProbeConfig":
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ConfigError(f"unknown probe parameter(s) {sorted(unknown)}; known: {sorted(self.to_dict())}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ProbeConfig":
+        return cls().replace(**d)
+
+    def config_hash(self) -> str:
+        """12 hex digits over the fields that change results."""
+        payload = {k: v for k, v in self.to_dict().items() if k not in _NOT_HASHED}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,419 @@
+"""Panels: a model, its family and dtype, and the ordered training revisions to probe (method spec §6).
+
+A panel file is YAML (the contract other modules rely on)::
+
+    name: pythia-1b                      # used as the results sub-folder: letters, digits, . _ -
+    model: EleutherAI/pythia-1b          # a Hugging Face id, or a folder path relative to this file
+    family: gpt_neox                     # gpt_neox | olmo | olmoe | llama (rows of circuitdev.families)
+    dtype: fp32                          # fp32 | fp16 | bf16 (float32 / float16 / bfloat16 accepted)
+    tokens_per_step: 2097152             # optional: checks every `tokens`, or fills it in from `step`
+    description: ...                     # optional, free text
+    source: probe                        # optional: "probe" (default) or "toy" -- the developmental table's `source`
+    probe:                               # optional ProbeConfig defaults for this panel (field names of ProbeConfig)
+      seq_len: 64
+    revisions:                           # ordered by training tokens (strictly increasing)
+      - {name: step1, tokens: 2097152, step: 1}   # name = hub branch, or the sub-folder of a folder model
+      ...
+
+`model` is a local folder when it starts with `/`, `./`, `../` or `~`, when it names an existing folder (relative to
+the panel file), or when it cannot be a hub id (more than one `/`). Otherwise it is a hub id.
+
+Instead of a list, a hub panel may ask for "N log-spaced revisions of those the hub lists"::
+
+    revisions: {log_spaced: 10}          # optional: min_step, max_step, pattern (regex with a (?P<step>) group)
+
+which is resolved with `huggingface_hub.list_repo_refs` when the panel is loaded (online only). Tokens come from a
+`tokensNB` label in the branch name, else from `tokens_per_step`. Use `circuitdev panels FILE --freeze OUT` once
+online to write the resolved list, so later runs (and Snakemake) work offline.
+
+Which loader to use: `load_panel(NAME_OR_FILE)` for one panel, `list_panels()` for the shipped ones.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from circuitdev.errors import ConfigError, ModelUnavailableError
+
+Family = Literal["gpt_neox", "olmo", "olmoe", "llama"]
+PANEL_FAMILIES: tuple[str, ...] = ("gpt_neox", "olmo", "olmoe", "llama")  # == circuitdev.families.FAMILIES (tested)
+Dtype = Literal["fp32", "fp16", "bf16"]
+DTYPE_ALIASES: dict[str, Dtype] = {
+    "fp32": "fp32", "float32": "fp32", "float": "fp32",
+    "fp16": "fp16", "float16": "fp16", "half": "fp16",
+    "bf16": "bf16", "bfloat16": "bf16",
+}  # fmt: skip
+PanelSource = Literal["probe", "toy"]
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # panel and revision names become file names
+_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_TOP_KEYS = {"name", "model", "family", "dtype", "revisions", "probe", "tokens_per_step", "description", "source"}
+_REQUIRED = ("name", "model", "family", "dtype", "revisions")
+_REV_KEYS = {"name", "tokens", "step"}
+_LOG_SPACED_KEYS = {"log_spaced", "min_step", "max_step", "pattern"}
+_STEP_RE = re.compile(r"^step(?P<step>\d+)(?:-tokens(?P<tokens_b>\d+)B)?$")
+
+
+def data_dir() -> Path:
+    """The repository's data folder: $CIRCUITDEV_DATA if set, else lib/circuitdev/../../data."""
+    env = os.environ.get("CIRCUITDEV_DATA")
+    return Path(env).expanduser().resolve() if env else Path(__file__).resolve().parents[2] / "data"
+
+
+def panels_dir() -> Path:
+    return data_dir() / "panels"
+
+
+@dataclass(frozen=True)
+class Revision:
+    name: str  # hub branch (e.g. "step3000", "step1000-tokens2B") or sub-folder of a folder model
+    tokens: int  # training tokens seen at this checkpoint
+    step: int | None = None  # optimizer step, where known
+
+    @property
+    def tokens_b(self) -> float:
+        """Tokens in billions, exact (tokens / 1e9; the authors' files truncate to 0.001)."""
+        return self.tokens / 1e9
+
+
+@dataclass(frozen=True)
+class Panel:
+    name: str
+    model: str  # hub id, or the absolute path of the folder holding one sub-folder per revision
+    family: Family
+    dtype: Dtype
+    revisions: tuple[Revision, ...]
+    is_local: bool = False  # True: `model` is a folder path
+    tokens_per_step: int | None = None
+    description: str = ""
+    source: PanelSource = "probe"
+    probe: dict[str, Any] = field(default_factory=dict)  # ProbeConfig defaults of this panel
+    path: Path | None = None  # the panel file it was read from
+
+    def revision(self, name: str) -> Revision:
+        for rev in self.revisions:
+            if rev.name == name:
+                return rev
+        raise ConfigError(
+            f"panel {self.name!r} has no revision {name!r}; its revisions are: {', '.join(self.revision_names)}"
+        )
+
+    @property
+    def revision_names(self) -> list[str]:
+        return [r.name for r in self.revisions]
+
+    def select(self, names: list[str] | None) -> tuple[Revision, ...]:
+        """The named revisions in panel order (all when `names` is None or empty)."""
+        if not names:
+            return self.revisions
+        wanted = {self.revision(n).name for n in names}
+        return tuple(r for r in self.revisions if r.name in wanted)
+
+    def revision_path(self, revision: str | Revision) -> Path:
+        """Folder of a revision's `save_pretrained` checkpoint (folder panels only)."""
+        if not self.is_local:
+            raise ConfigError(f"panel {self.name!r} is a hub panel ({self.model}); it has no revision folders")
+        name = revision.name if isinstance(revision, Revision) else self.revision(revision).name
+        return Path(self.model) / name
+
+    def probe_config(self, **overrides):
+        """ProbeConfig = defaults <- this panel's `probe:` <- `overrides` (None values ignored); dtype defaults to the panel's."""
+        from circuitdev.config import ProbeConfig
+
+        fields = dict(self.probe)
+        fields.update({k: v for k, v in overrides.items() if v is not None})
+        cfg = ProbeConfig.from_dict(fields)
+        return cfg.replace(dtype=normalize_dtype(cfg.dtype or self.dtype, where="dtype"))
+
+    def to_dict(self) -> dict:
+        """The panel as a YAML-ready mapping (an explicit revision list; folder paths made absolute)."""
+        d: dict[str, Any] = {"name": self.name, "model": self.model, "family": self.family, "dtype": self.dtype}
+        for key in ("tokens_per_step", "description"):
+            if getattr(self, key):
+                d[key] = getattr(self, key)
+        if self.source != "probe":
+            d["source"] = self.source
+        if self.probe:
+            d["probe"] = dict(self.probe)
+        d["revisions"] = [
+            {"name": r.name, "tokens": r.tokens, **({"step": r.step} if r.step is not None else {})}
+            for r in self.revisions
+        ]
+        return d
+
+
+def normalize_dtype(value: Any, *, where: str = "dtype") -> Dtype:
+    key = str(value).lower().removeprefix("torch.")
+    if key not in DTYPE_ALIASES:
+        raise ConfigError(f"{where}: unknown dtype {value!r}; use one of fp32, fp16, bf16")
+    return DTYPE_ALIASES[key]
+
+
+def looks_like_folder(model: str, base: Path) -> bool:
+    """Decide whether a panel's `model` is a folder path (see the module docstring for the rule)."""
+    if model.startswith(("/", "./", "../", "~")) or model in (".", ".."):
+        return True
+    if (base / model).expanduser().is_dir():
+        return True
+    return not _HUB_ID_RE.match(model) or "--" in model or ".." in model
+
+
+def find_panel_file(name_or_file: str | os.PathLike) -> Path:
+    """A NAME resolves to data/panels/NAME.yaml (see `data_dir`); anything else is taken as a file path."""
+    text = str(name_or_file)
+    candidate = Path(text).expanduser()
+    if candidate.suffix in (".yaml", ".yml") or os.sep in text or "/" in text:
+        if candidate.is_file():
+            return candidate.resolve()
+        raise ConfigError(f"panel file {text} does not exist; give an existing YAML file or a panel name ({_names_hint()})")
+    for ext in (".yaml", ".yml"):
+        path = panels_dir() / f"{text}{ext}"
+        if path.is_file():
+            return path
+    if candidate.is_file():
+        return candidate.resolve()
+    raise ConfigError(
+        f"no panel named {text!r} in {panels_dir()} ({_names_hint()}); give a panel name, a panel file path, "
+        "or set CIRCUITDEV_DATA to the data folder that holds panels/"
+    )
+
+
+def _names_hint() -> str:
+    names = [p.stem for p in sorted(panels_dir().glob("*.y*ml"))]
+    return "known panels: " + (", ".join(names) if names else "none") + "; see `circuitdev panels`"
+
+
+def load_panel(name_or_file: str | os.PathLike | Panel, *, resolve_hub: bool = True) -> Panel:
+    """Read and validate a panel file; errors name the file, the field and the fix (ConfigError)."""
+    if isinstance(name_or_file, Panel):
+        return name_or_file
+    path = find_panel_file(name_or_file)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"panel file {path} is not valid YAML ({err}); fix the syntax") from None
+    panel = parse_panel(raw, base=path.parent, where=str(path), resolve_hub=resolve_hub)
+    if path.parent.resolve() == panels_dir().resolve() and panel.name != path.stem:
+        raise ConfigError(
+            f"{path}: name {panel.name!r} differs from the file name; panels in {panels_dir()} must be named after "
+            f"their file: set `name: {path.stem}` or rename the file to {panel.name}.yaml"
+        )
+    return Panel(**{**panel.__dict__, "path": path})
+
+
+def list_panels() -> list[Panel]:
+    """Every panel file in data/panels, sorted by name. Hub-listed panels are not resolved (no network)."""
+    return [load_panel(p, resolve_hub=False) for p in sorted(panels_dir().glob("*.y*ml"))]
+
+
+def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resolve_hub: bool = True) -> Panel:
+    """Validate a panel mapping (as read from YAML). `base` is the folder relative model paths start from."""
+    base = Path(base)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a panel file must be a YAML mapping with keys {', '.join(_REQUIRED)}")
+    unknown = set(raw) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed keys are {sorted(_TOP_KEYS)}")
+    missing = [k for k in _REQUIRED if raw.get(k) in (None, "")]
+    if missing:
+        raise ConfigError(f"{where}: missing required field(s) {missing}; a panel needs {', '.join(_REQUIRED)}")
+
+    name = str(raw["name"])
+    if not _NAME_RE.match(name):
+        raise ConfigError(f"{where}: name {name!r} must use letters, digits, '.', '_' or '-' (it names a results folder)")
+    family = str(raw["family"])
+    if family not in PANEL_FAMILIES:
+        raise ConfigError(f"{where}: family {family!r} is unknown; use one of {', '.join(PANEL_FAMILIES)}")
+    dtype = normalize_dtype(raw["dtype"], where=f"{where}: dtype")
+    source = str(raw.get("source", "toy" if name.startswith("toy-") else "probe"))
+    if source not in ("probe", "toy"):
+        raise ConfigError(f"{where}: source {source!r} must be 'probe' (a trained model's checkpoints) or 'toy'")
+
+    tokens_per_step = raw.get("tokens_per_step")
+    if tokens_per_step is not None:
+        tokens_per_step = _as_int(tokens_per_step, f"{where}: tokens_per_step", minimum=1)
+
+    model = str(raw["model"])
+    is_local = looks_like_folder(model, base)
+    if is_local:
+        model = str((base / model).expanduser().resolve())
+
+    probe = raw.get("probe") or {}
+    if not isinstance(probe, dict):
+        raise ConfigError(f"{where}: probe must be a mapping of ProbeConfig fields (e.g. `probe: {{seq_len: 64}}`)")
+    _check_probe_defaults(probe, where)
+
+    revs_raw = raw["revisions"]
+    if isinstance(revs_raw, dict):
+        if is_local:
+            raise ConfigError(f"{where}: revisions: {{log_spaced: N}} needs a hub model; list a folder panel's revisions")
+        if not resolve_hub:
+            revisions: tuple[Revision, ...] = ()
+        else:
+            revisions = resolve_log_spaced(model, revs_raw, tokens_per_step=tokens_per_step, where=where)
+    elif isinstance(revs_raw, list):
+        revisions = tuple(_parse_revision(r, i, tokens_per_step, where) for i, r in enumerate(revs_raw))
+    else:
+        raise ConfigError(f"{where}: revisions must be a list of {{name, tokens}} or {{log_spaced: N}}")
+    _check_revisions(revisions, where, allow_empty=isinstance(revs_raw, dict) and not resolve_hub)
+    return Panel(
+        name=name,
+        model=model,
+        family=family,  # type: ignore[arg-type]
+        dtype=dtype,
+        revisions=revisions,
+        is_local=is_local,
+        tokens_per_step=tokens_per_step,
+        description=str(raw.get("description") or "").strip(),
+        source=source,  # type: ignore[arg-type]
+        probe=dict(probe),
+    )
+
+
+def _as_int(value: Any, where: str, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
+        raise ConfigError(f"{where} must be an integer, got {value!r} (write e.g. 2097152, not 2.1e6 or '2M')")
+    if value < minimum:
+        raise ConfigError(f"{where} must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _parse_revision(raw: Any, i: int, tokens_per_step: int | None, where: str) -> Revision:
+    at = f"{where}: revisions[{i}]"
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{at} must be a mapping like {{name: step1000, tokens: 2097152000}}")
+    unknown = set(raw) - _REV_KEYS
+    if unknown:
+        raise ConfigError(f"{at}: unknown key(s) {sorted(unknown)}; a revision has {sorted(_REV_KEYS)}")
+    if raw.get("name") in (None, ""):
+        raise ConfigError(f"{at}: missing `name` (the hub branch or the revision's sub-folder)")
+    name = str(raw["name"])
+    at = f"{where}: revision {name!r}"
+    if not _NAME_RE.match(name):
+        raise ConfigError(f"{at}: names may use letters, digits, '.', '_' or '-' only (they name result files)")
+    step = raw.get("step")
+    if step is None and (m := _STEP_RE.match(name)):
+        step = int(m["step"])
+    elif step is not None:
+        step = _as_int(step, f"{at}: step")
+    tokens = raw.get("tokens")
+    if tokens is None:
+        if tokens_per_step is None or step is None:
+            raise ConfigError(
+                f"{at}: missing `tokens` (training tokens at this checkpoint); give it, or give the panel "
+                "`tokens_per_step` and a `step` (or a name like step1000)"
+            )
+        tokens = step * tokens_per_step
+    tokens = _as_int(tokens, f"{at}: tokens")
+    if tokens_per_step is not None and step is not None and tokens != step * tokens_per_step:
+        raise ConfigError(
+            f"{at}: tokens {tokens} != step {step} x tokens_per_step {tokens_per_step} = {step * tokens_per_step}; "
+            "fix the count, the step, or drop tokens_per_step"
+        )
+    return Revision(name, tokens, step)
+
+
+def _check_revisions(revisions: tuple[Revision, ...], where: str, *, allow_empty: bool = False) -> None:
+    if not revisions and not allow_empty:
+        raise ConfigError(f"{where}: revisions is empty; list at least one {{name, tokens}}")
+    seen: set[str] = set()
+    for prev, rev in zip((None, *revisions), revisions):
+        if rev.name in seen:
+            raise ConfigError(f"{where}: revision {rev.name!r} is listed twice; each revision must appear once")
+        seen.add(rev.name)
+        if prev is not None and rev.tokens <= prev.tokens:
+            raise ConfigError(
+                f"{where}: revision {rev.name!r} ({rev.tokens} tokens) does not come after {prev.name!r} "
+                f"({prev.tokens}); order revisions by strictly increasing training tokens"
+            )
+
+
+def _check_probe_defaults(probe: dict, where: str) -> None:
+    from circuitdev.config import ProbeConfig
+
+    try:
+        ProbeConfig.from_dict(probe)
+    except (ConfigError, TypeError, ValueError) as err:
+        raise ConfigError(f"{where}: probe: {err}") from None
+
+
+def resolve_log_spaced(model: str, spec: dict, *, tokens_per_step: int | None, where: str = "panel") -> tuple[Revision, ...]:
+    """N log-spaced revisions (by step) among the hub's `stepN` branches; needs the hub (online)."""
+    unknown = set(spec) - _LOG_SPACED_KEYS
+    if unknown or "log_spaced" not in spec:
+        raise ConfigError(
+            f"{where}: revisions as a mapping must be {{log_spaced: N}} (optional min_step, max_step, pattern); "
+            f"got keys {sorted(spec)}"
+        )
+    count = _as_int(spec["log_spaced"], f"{where}: revisions.log_spaced", minimum=1)
+    pattern = re.compile(spec.get("pattern") or _STEP_RE.pattern)
+    if "step" not in pattern.groupindex:
+        raise ConfigError(f"{where}: revisions.pattern needs a (?P<step>\\d+) group")
+    branches = list_hub_branches(model)
+    found: dict[int, tuple[str, int | None]] = {}
+    for b in branches:
+        m = pattern.match(b)
+        if m:
+            tb = m.groupdict().get("tokens_b")
+            found[int(m["step"])] = (b, int(tb) * 10**9 if tb else None)
+    lo, hi = spec.get("min_step"), spec.get("max_step")
+    steps = sorted(s for s in found if (lo is None or s >= lo) and (hi is None or s <= hi))
+    if not steps:
+        raise ConfigError(f"{where}: none of the {len(branches)} branches of {model} match {pattern.pattern!r}")
+    picked = pick_log_spaced(steps, count)
+    out = []
+    for s in picked:
+        name, tokens = found[s]
+        if tokens is None:
+            if tokens_per_step is None:
+                raise ConfigError(
+                    f"{where}: branch {name!r} has no tokensNB label; add `tokens_per_step` to the panel"
+                )
+            tokens = s * tokens_per_step
+        out.append(Revision(name, tokens, s))
+    return tuple(out)
+
+
+def pick_log_spaced(steps: list[int], count: int) -> list[int]:
+    """Up to `count` distinct values of the sorted `steps`, nearest (in log) to a geometric grid from first to last."""
+    if count >= len(steps):
+        return list(steps)
+    logs = [math.log(max(s, 1)) for s in steps]
+    lo, hi = logs[0], logs[-1]
+    chosen: list[int] = []
+    for k in range(count):
+        target = lo + (hi - lo) * k / max(count - 1, 1)
+        order = sorted(range(len(steps)), key=lambda i: (abs(logs[i] - target), i))
+        chosen.append(next(i for i in order if i not in chosen))
+    return [steps[i] for i in sorted(chosen)]
+
+
+def list_hub_branches(model: str) -> list[str]:
+    """Branch names of a hub model (online). Offline or unreachable -> ModelUnavailableError."""
+    try:
+        from huggingface_hub import list_repo_refs
+
+        return [b.name for b in list_repo_refs(model).branches]
+    except Exception as err:  # offline, unreachable, unknown repo: one message
+        raise ModelUnavailableError(
+            f"cannot list the revisions of {model} on the Hugging Face hub ({type(err).__name__}: {err}). "
+            "Log-spaced panels need the hub once: run `circuitdev panels FILE --freeze OUT.yaml` online and use "
+            "OUT.yaml, or list the revisions explicitly"
+        ) from None
+
+
+def write_panel(panel: Panel, path: str | os.PathLike) -> Path:
+    """Write a panel file with an explicit revision list (used by `circuitdev panels --freeze`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(panel.to_dict(), sort_keys=False))
+    return path

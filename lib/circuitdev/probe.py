@@ -1,0 +1,138 @@
+"""One probe run of one checkpoint: batch → capture → screen · PR · alternative metrics → a per-head table.
+
+This is what `circuitdev probe` stores per (panel, revision, configuration). Ablations and the PR null are separate
+calls (they need other forward passes and are run at the final revision only).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from circuitdev.batch import InductionBatch, induction_batch, repeated_batch
+from circuitdev.capture import Capture, as_token_tensor, capture, prefix_matching_scores, trace_layers
+from circuitdev.config import ProbeConfig
+from circuitdev.families import Layout, family_of
+from circuitdev.schema import HEAD_CLASSES, sel_column
+from circuitdev.screen import circuit_memberships, classify, null_selectivity, selectivities
+from circuitdev.spectral import head_prs, participation_ratios
+
+
+def batch_for(config: ProbeConfig) -> InductionBatch:
+    return induction_batch(
+        config.n, config.seq_len, config.seed, config.vocab_range, first_a_range=config.first_a_range
+    )
+
+
+def head_table(cap: Capture, batch: InductionBatch, config: ProbeConfig) -> pd.DataFrame:
+    """Per-head screen from a capture: six selectivities, classification, circuits, PR, first-token masses."""
+    L, H = cap.n_layers, cap.n_heads
+    sel = selectivities(
+        cap.attn_rows,
+        batch,
+        baseline_size=config.baseline_size,
+        baseline_seed=config.baseline_seed,
+        baseline_excludes_ab=config.baseline_excludes_ab,
+    )
+    layer, head = np.divmod(np.arange(L * H), H)
+    table = pd.DataFrame({"layer": layer, "head": head})
+    for c in HEAD_CLASSES:
+        table[sel_column(c)] = sel[c].reshape(-1)
+    table = table.join(classify(table, threshold=config.class_threshold))
+    table = table.join(
+        circuit_memberships(
+            table,
+            induction_threshold=config.induction_threshold,
+            prev_token_threshold=config.prev_token_threshold,
+            bos_threshold=config.bos_threshold,
+        )
+    )
+    table["pr"] = head_prs(cap.head_out, n=min(config.n_pr, batch.n)).reshape(-1)
+    # Second-A mass on position 0 beside the ratio: selectivity alone hides how much attention that is.
+    table["mass_first_token"] = cap.attn_rows[..., 0].mean(0).reshape(-1).numpy()
+    mass_allq = cap.mass_first_allq.double().mean(0)  # (L, H) ratio of means, not mean of ratios
+    base_allq = cap.base_first_allq.double().mean(0)
+    table["sel_first_token_allq"] = (mass_allq / base_allq.clamp(min=1e-8)).reshape(-1).numpy()
+    table["mass_first_token_allq"] = mass_allq.reshape(-1).numpy()
+    table["is_sink_gu"] = table["mass_first_token_allq"] > config.sink_rate_epsilon
+    return table
+
+
+def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, progress: bool = True) -> pd.DataFrame:
+    """Screen every head of `model` (an eager-attention HF CausalLM) with `config`; one row per (layer, head).
+
+    Columns: layer, head, sel_<class> x6, best_class, best_selectivity, second_class, second_selectivity,
+    classification, in_induction_circuit, in_prev_token_circuit, is_bos, pr, mass_first_token,
+    sel_first_token_allq, mass_first_token_allq, is_sink_gu, prefix_matching, null_induction_p99.
+    `table.attrs` holds timings and the whole-model null statistics (null_p99, null_max, real_max, k_above_null_p99).
+    """
+    config = config or ProbeConfig()
+    layout = family_of(model)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    batch = batch_for(config)
+    as_token_tensor(batch.tokens[:1], model)  # vocab check before any work
+    cap = capture(model, batch.tokens, batch_size=config.batch_size, allq_skip=config.allq_skip, layout=layout,
+                  progress=progress)
+    timings["capture_s"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    table = head_table(cap, batch, config)
+    timings["screen_s"] = time.perf_counter() - t1
+    if config.n_prefix:
+        t2 = time.perf_counter()
+        rep = repeated_batch(config.n_prefix, config.seq_len, config.seed, config.vocab_range)
+        table["prefix_matching"] = prefix_matching_scores(
+            model, rep, layout=layout, batch_size=config.batch_size
+        ).reshape(-1)
+        timings["prefix_s"] = time.perf_counter() - t2
+    else:
+        table["prefix_matching"] = np.nan
+    if config.n_nulls:
+        t3 = time.perf_counter()
+        nulls = null_selectivity(
+            cap.attn_rows, batch, n_nulls=config.n_nulls, seed=config.null_seed,
+            baseline_size=config.baseline_size, baseline_seed=config.baseline_seed,
+        )  # (draws, L, H)
+        table["null_induction_p99"] = np.percentile(nulls, 99, axis=0).reshape(-1)
+        p99 = float(np.percentile(nulls, 99))
+        table.attrs["null"] = {
+            "n_nulls": config.n_nulls,
+            "null_p99": p99,
+            "null_max": float(nulls.max()),
+            "real_max": float(table["sel_induction"].max()),
+            "k_above_null_p99": int((table["sel_induction"] > p99).sum()),
+        }
+        timings["null_s"] = time.perf_counter() - t3
+    else:
+        table["null_induction_p99"] = np.nan
+    timings["total_s"] = time.perf_counter() - t0
+    table.attrs["timings"] = timings
+    table.attrs["family"] = layout.family.name
+    table.attrs["n_valid"] = int(batch.valid.sum())
+    return table
+
+
+def null_pr(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int = 2000, seed: int = 2026) -> np.ndarray:
+    """(L, H) PR of each head on uniform random ids in [0, vocab_size) — the spec §3 PR null, final checkpoint only."""
+    config = config or ProbeConfig()
+    layout = family_of(model)
+    vocab = model.get_input_embeddings().num_embeddings
+    ids = np.random.RandomState(seed).randint(0, vocab, size=(n, config.seq_len))
+    q, H, dh = config.seq_len - 1, layout.n_heads, layout.head_dim
+    rows: list[torch.Tensor] = []
+
+    def per_layer(weights: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"z": z[:, q].float().reshape(z.shape[0], H, dh)}
+
+    for _, saved in trace_layers(model, as_token_tensor(ids, model), per_layer, layout=layout,
+                                 batch_size=config.batch_size):
+        rows.append(torch.stack(saved["z"], dim=1).cpu())  # (B, L, H, dh)
+    z = torch.cat(rows)  # (N, L, H, dh)
+    return participation_ratios(z.permute(1, 2, 0, 3))
+
+
+def layout_of(model: torch.nn.Module) -> Layout:
+    return family_of(model)

@@ -1,0 +1,459 @@
+"""The paper's published measurements -> the developmental table (method spec §6-§7).
+
+A *published directory* is laid out like the copies in `../shared/published` (and like `circuitdev published fetch`
+writes it):
+
+    per_revision/{pythia1b,olmo,olmoe}_mechinterp_{revision}.json   six-class selectivity of every head (spec §7)
+    pr_trajectory/{pythia_1b,olmo,olmoe}_phase1_trajectory.json     per-head participation ratio at each revision
+    ablation/*.json                                                 final-checkpoint ablations (optional)
+
+`load_published(dir)` validates every file on load (a malformed or partial file is a `DataError` naming the file
+and the field) and returns the developmental table (schema.py columns, `source="published"`) plus the run metadata
+the audit needs. `fetch_published` downloads the same files from the authors' repository at the commits pinned in
+`data/published_manifest.tsv` (paths and sha256 only; the data are never part of this repository).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import hashlib
+import json
+import math
+import os
+import re
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Literal
+
+import pandas as pd
+
+from circuitdev.errors import DataError
+from circuitdev.schema import HEAD_CLASSES, sel_column
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MANIFEST_PATH = REPO_ROOT / "data" / "published_manifest.tsv"
+RAW_URL = "https://raw.githubusercontent.com/skydancerosel/spectral-probe-circuits/{commit}/{repo_path}"
+PUBLISHED_ENV = "CIRCUITDEV_PUBLISHED"
+
+TokensRule = Literal["per-step-truncated", "label", "per-step-floor"]
+
+
+@dataclass(frozen=True)
+class PublishedPanel:
+    name: str  # our panel / model name, used in every output table
+    hf_id: str  # the `model` field of the authors' JSON files
+    file_prefix: str  # per_revision/{file_prefix}_mechinterp_{revision}.json
+    trajectory_file: str  # pr_trajectory/{trajectory_file}
+    tokens_rule: TokensRule  # how tokens_b follows from the revision (spec §6)
+    tokens_per_step: int
+
+
+# Spec §6 token rules: Pythia 2,097,152 tok/step truncated to 0.001 B; OLMo the branch label "stepN-tokensTB" (3048
+# by label vs 3049.3 by 2^21/step: the label wins, §8.2); OLMoE floor(step * 4,194,304 / 1e9), equal to its label.
+PUBLISHED_PANELS: dict[str, PublishedPanel] = {
+    p.name: p
+    for p in (
+        PublishedPanel("pythia-1b", "EleutherAI/pythia-1b", "pythia1b", "pythia_1b_phase1_trajectory.json",
+                       "per-step-truncated", 2_097_152),
+        PublishedPanel("olmo-1b-0724", "allenai/OLMo-1B-0724-hf", "olmo", "olmo_phase1_trajectory.json",
+                       "label", 2_097_152),
+        PublishedPanel("olmoe-1b-7b-0924", "allenai/OLMoE-1B-7B-0924", "olmoe", "olmoe_phase1_trajectory.json",
+                       "per-step-floor", 4_194_304),
+    )
+}
+PANELS: tuple[str, ...] = tuple(PUBLISHED_PANELS)
+
+_REVISION_RE = re.compile(r"^step(\d+)(?:-tokens(\d+)B)?$")
+_HEAD_RE = re.compile(r"^L(\d+)_H(\d+)$")
+
+
+def default_published_dir() -> Path:
+    """`$CIRCUITDEV_PUBLISHED`, else `<repo>/../shared/published`."""
+    env = os.environ.get(PUBLISHED_ENV)
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "published"
+
+
+# ----------------------------------------------------------------------------------------------------------- tokens
+
+
+def parse_revision(revision: str) -> tuple[int, int | None]:
+    """"step56000-tokens117B" -> (56000, 117); "step3000" -> (3000, None)."""
+    m = _REVISION_RE.match(revision)
+    if not m:
+        raise DataError(f"revision {revision!r} is not of the form 'stepN' or 'stepN-tokensTB'")
+    return int(m.group(1)), (int(m.group(2)) if m.group(2) else None)
+
+
+def tokens_b_for_step(panel: str, step: int) -> float:
+    """Tokens (billions) seen at `step` by the panel's tokens-per-step rule (the label is not consulted)."""
+    info = _panel(panel)
+    tokens = step * info.tokens_per_step
+    if info.tokens_rule == "per-step-floor":
+        return float(tokens // 10**9)
+    if info.tokens_rule == "per-step-truncated":
+        return tokens // 10**6 / 1000
+    return round(tokens / 1e9, 3)  # label panels without a label: the unrounded estimate
+
+
+def revision_tokens_b(panel: str, revision: str) -> float:
+    """Tokens (billions) of a published revision, by the panel's rule (spec §6)."""
+    step, label = parse_revision(revision)
+    info = _panel(panel)
+    if info.tokens_rule == "label":
+        if label is None:
+            raise DataError(f"{panel} revision {revision!r} has no '-tokensTB' label, which its token count comes from")
+        return float(label)
+    tokens = tokens_b_for_step(panel, step)
+    if label is not None and info.tokens_rule == "per-step-floor" and label != tokens:
+        raise DataError(f"{panel} revision {revision!r}: label says {label}B but the rule gives {tokens:g}B")
+    return tokens
+
+
+def _panel(panel: str) -> PublishedPanel:
+    if panel not in PUBLISHED_PANELS:
+        raise DataError(f"unknown published model {panel!r}; the published panels are {', '.join(PANELS)}")
+    return PUBLISHED_PANELS[panel]
+
+
+# ------------------------------------------------------------------------------------------------------- validation
+
+
+def _fail(path: Path, field: str, problem: str, fix: str = "re-fetch it with `circuitdev published fetch`") -> DataError:
+    return DataError(f"{path}: field {field!r}: {problem}; {fix}")
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not valid JSON ({err}); the file is truncated or corrupt, re-fetch it") from err
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({err})") from err
+    if not isinstance(data, dict):
+        raise _fail(path, "<top level>", f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _require(path: Path, data: dict, field: str):
+    if field not in data:
+        raise _fail(path, field, "missing (partial file?)")
+    return data[field]
+
+
+def _number(path: Path, field: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(path, field, f"expected a number, got {value!r}")
+    if not math.isfinite(value):
+        raise _fail(path, field, f"non-finite value {value!r}")
+    return float(value)
+
+
+def _as_list(path: Path, field: str, value) -> list:
+    """Lists may be stored as real JSON lists or as Python-repr strings ("['step1', ...]"); accept both, safely."""
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError) as err:
+            raise _fail(path, field, f"a string that is not a Python list literal ({err})") from err
+    if not isinstance(value, (list, tuple)):
+        raise _fail(path, field, f"expected a list, got {type(value).__name__}")
+    return list(value)
+
+
+def _head_key(path: Path, field: str, key: str) -> tuple[int, int]:
+    m = _HEAD_RE.match(key)
+    if not m:
+        raise _fail(path, f"{field}.{key}", "head keys must look like 'L{layer}_H{head}'")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _check_grid(path: Path, field: str, heads: set[tuple[int, int]]) -> tuple[int, int]:
+    """All heads of an n_layers x n_heads grid must be present: a missing head means a partial file."""
+    n_layers = max(h[0] for h in heads) + 1
+    n_heads = max(h[1] for h in heads) + 1
+    missing = [f"L{l}_H{h}" for l in range(n_layers) for h in range(n_heads) if (l, h) not in heads]
+    if missing:
+        raise _fail(path, field, f"{len(missing)} head(s) missing from the {n_layers}x{n_heads} grid, "
+                                 f"e.g. {', '.join(missing[:3])} (partial file?)")
+    return n_layers, n_heads
+
+
+# ------------------------------------------------------------------------------------------------------- the loader
+
+
+@dataclass(frozen=True)
+class PublishedData:
+    table: pd.DataFrame  # the developmental table: one row per (panel, revision, layer, head)
+    revisions: pd.DataFrame  # per (panel, revision): file, step, tokens_b, n_examples, n_examples_valid, top_k, ...
+    trajectories: pd.DataFrame  # per panel: the PR run's settings (n_examples, dtype, seq_len, seed, head_dim, ...)
+    features: pd.DataFrame  # the top-K `classifications` rows: panel, revision, layer, head, rank, integral, spread
+    ablation: pd.DataFrame  # tidy final-checkpoint ablation metrics (empty when the folder is absent)
+    directory: Path
+
+
+def load_published(directory: str | os.PathLike | None = None, *, panels: tuple[str, ...] = PANELS,
+                   require_pr: bool = False) -> PublishedData:
+    """Read and validate a published directory. `require_pr=True` makes a missing PR trajectory an error
+    (use it for F5, which needs PR); by default the table's `pr` is NaN where no trajectory covers a head."""
+    root = Path(directory) if directory is not None else default_published_dir()
+    if not root.is_dir():
+        raise DataError(f"published directory {root} does not exist; run `circuitdev published fetch --to {root}` "
+                        f"or pass the folder holding per_revision/ and pr_trajectory/ (env {PUBLISHED_ENV})")
+    frames, revisions, trajectories, features = [], [], [], []
+    for panel in panels:
+        table, rev_meta, feats = _load_panel_revisions(root, _panel(panel))
+        traj = root / "pr_trajectory" / _panel(panel).trajectory_file
+        if traj.exists():
+            pr, meta = _load_trajectory(traj, _panel(panel), table)
+            table = table.merge(pr, on=["revision", "layer", "head"], how="left")
+            trajectories.append(meta)
+        elif require_pr:
+            raise DataError(f"{traj}: missing; F5 needs the PR trajectory, re-fetch with `circuitdev published fetch`")
+        else:
+            table["pr"] = float("nan")
+        frames.append(table)
+        revisions.append(rev_meta)
+        features.append(feats)
+    table = pd.concat(frames, ignore_index=True)
+    table["source"] = "published"
+    return PublishedData(
+        table=table,
+        revisions=pd.concat(revisions, ignore_index=True),
+        trajectories=pd.DataFrame(trajectories),
+        features=pd.concat(features, ignore_index=True),
+        ablation=load_ablation(root),
+        directory=root,
+    )
+
+
+def developmental_table(directory: str | os.PathLike | None = None, **kwargs) -> pd.DataFrame:
+    """Just the developmental table of a published directory (see `load_published`)."""
+    return load_published(directory, **kwargs).table
+
+
+def _load_panel_revisions(root: Path, info: PublishedPanel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    from circuitdev.findings import with_best_class  # findings is pure and never imports this module
+
+    pattern = f"{info.file_prefix}_mechinterp_*.json"
+    paths = sorted((root / "per_revision").glob(pattern))
+    if not paths:
+        raise DataError(f"{root / 'per_revision'}: no {pattern} files for {info.name}; run "
+                        f"`circuitdev published fetch --to {root}` or point at the right folder")
+    rows, meta, feats, grid = [], [], [], None
+    for path in paths:
+        data = _read_json(path)
+        revision = path.stem.removeprefix(f"{info.file_prefix}_mechinterp_")
+        if _require(path, data, "model") != info.hf_id:
+            raise _fail(path, "model", f"{data['model']!r}, but {info.file_prefix}_* files hold {info.hf_id!r}")
+        if _require(path, data, "revision") != revision:
+            raise _fail(path, "revision", f"{data['revision']!r} disagrees with the file name ({revision!r})")
+        step, _ = parse_revision(revision)
+        tokens_b = revision_tokens_b(info.name, revision)
+        sels = _require(path, data, "all_head_selectivity")
+        if not isinstance(sels, dict) or not sels:
+            raise _fail(path, "all_head_selectivity", "expected a non-empty object of 'L{l}_H{h}' -> selectivities")
+        heads = {}
+        for key, per_class in sels.items():
+            layer, head = _head_key(path, "all_head_selectivity", key)
+            if not isinstance(per_class, dict):
+                raise _fail(path, f"all_head_selectivity.{key}", "expected an object of class -> selectivity")
+            heads[layer, head] = [
+                _number(path, f"all_head_selectivity.{key}.{c}", _require_class(path, key, per_class, c))
+                for c in HEAD_CLASSES
+            ]
+        this_grid = _check_grid(path, "all_head_selectivity", set(heads))
+        if grid is not None and this_grid != grid:
+            raise _fail(path, "all_head_selectivity", f"{this_grid[0]}x{this_grid[1]} heads, but other {info.name} "
+                                                      f"revisions have {grid[0]}x{grid[1]}")
+        grid = this_grid
+        threshold = _number(path, "selectivity_threshold", data.get("selectivity_threshold", 30.0))
+        for (layer, head), values in heads.items():
+            rows.append({"panel": info.name, "revision": revision, "tokens_b": tokens_b, "layer": layer,
+                         "head": head, **dict(zip([sel_column(c) for c in HEAD_CLASSES], values)), "step": step})
+        meta.append({"panel": info.name, "revision": revision, "file": str(path), "step": step,
+                     "tokens_b": tokens_b, "n_heads": len(heads), "selectivity_threshold": threshold,
+                     **{k: data.get(k) for k in ("n_examples", "n_examples_valid", "top_k", "ranking")}})
+        for i, c in enumerate(_as_list(path, "classifications", data.get("classifications", []))):
+            if not isinstance(c, dict) or not {"layer", "head", "integral", "spread"} <= set(c):
+                raise _fail(path, f"classifications[{i}]", "expected an object with layer, head, integral, spread")
+            feats.append({"panel": info.name, "revision": revision, "layer": c["layer"], "head": c["head"],
+                          "rank": c.get("rank"), "integral": c["integral"], "spread": c["spread"],
+                          "best_class": c.get("best_class"), "classification": c.get("classification")})
+    table = pd.DataFrame(rows).sort_values(["step", "layer", "head"], ignore_index=True)
+    table = with_best_class(table, class_threshold=float(meta[0]["selectivity_threshold"]))
+    meta = pd.DataFrame(meta).sort_values("step", ignore_index=True)
+    feats = pd.DataFrame(feats, columns=["panel", "revision", "layer", "head", "rank", "integral", "spread",
+                                         "best_class", "classification"])
+    return table, meta, feats
+
+
+def _require_class(path: Path, key: str, per_class: dict, head_class: str):
+    if head_class not in per_class:
+        raise _fail(path, f"all_head_selectivity.{key}.{head_class}", "missing (partial file?)")
+    return per_class[head_class]
+
+
+def _load_trajectory(path: Path, info: PublishedPanel, table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    data = _read_json(path)
+    if _require(path, data, "model") != info.hf_id:
+        raise _fail(path, "model", f"{data['model']!r}, expected {info.hf_id!r}")
+    revisions = [str(r) for r in _as_list(path, "revisions", _require(path, data, "revisions"))]
+    n = len(revisions)
+    for field in ("ckpt_step", "ckpt_tokens_B"):
+        if field in data and len(_as_list(path, field, data[field])) != n:
+            raise _fail(path, field, f"{len(_as_list(path, field, data[field]))} entries for {n} revisions")
+    steps = _as_list(path, "ckpt_step", data.get("ckpt_step", [parse_revision(r)[0] for r in revisions]))
+    for r, s in zip(revisions, steps):
+        if parse_revision(r)[0] != int(s):
+            raise _fail(path, "ckpt_step", f"step {s} does not match revision {r!r}")
+    for r, t in zip(revisions, _as_list(path, "ckpt_tokens_B", data.get("ckpt_tokens_B", []))):
+        if abs(_number(path, "ckpt_tokens_B", t) - revision_tokens_b(info.name, r)) > 1e-6:
+            raise _fail(path, "ckpt_tokens_B", f"{t} for {r!r}, but the {info.tokens_rule} rule gives "
+                                               f"{revision_tokens_b(info.name, r)}")
+    pr = _require(path, data, "pr")
+    if not isinstance(pr, dict) or not pr:
+        raise _fail(path, "pr", "expected a non-empty object of 'L{l}_H{h}' -> list of PR values")
+    rows = []
+    for key, values in pr.items():
+        layer, head = _head_key(path, "pr", key)
+        values = _as_list(path, f"pr.{key}", values)
+        if len(values) != n:
+            raise _fail(path, f"pr.{key}", f"{len(values)} values for {n} revisions (partial file?)")
+        rows += [{"revision": r, "layer": layer, "head": head, "pr": _number(path, f"pr.{key}", v)}
+                 for r, v in zip(revisions, values)]
+    heads = {(r["layer"], r["head"]) for r in rows}
+    grid = _check_grid(path, "pr", heads)
+    table_grid = (int(table["layer"].max()) + 1, int(table["head"].max()) + 1)
+    if grid != table_grid:
+        raise _fail(path, "pr", f"{grid[0]}x{grid[1]} heads, but the per-revision files have "
+                                f"{table_grid[0]}x{table_grid[1]}")
+    meta = {"panel": info.name, "file": str(path), "n_revisions": n,
+            **{k: data.get(k) for k in ("n_examples", "seq_len", "seed", "dtype", "n_layer", "num_heads", "head_dim")}}
+    return pd.DataFrame(rows), meta
+
+
+# ------------------------------------------------------------------------------------------------------- ablations
+
+_PANEL_BY_HF_ID = {p.hf_id: p.name for p in PUBLISHED_PANELS.values()}
+
+
+def load_ablation(directory: str | os.PathLike) -> pd.DataFrame:
+    """Final-checkpoint ablation files -> one row per (file, condition, metric).
+
+    Columns: model, file, task ("induction" for the synthetic batch, "greater-than"), condition, n_ablated,
+    heads ("L4H4 L7H0 ..."), metric (acc_top1, loss, top1_above, ...), value. Empty when `ablation/` is absent.
+    """
+    columns = ["model", "file", "task", "condition", "n_ablated", "heads", "metric", "value"]
+    rows = []
+    for path in sorted((Path(directory) / "ablation").glob("*.json")):
+        data = _read_json(path)
+        model = _PANEL_BY_HF_ID.get(_require(path, data, "model"))
+        if model is None:
+            raise _fail(path, "model", f"unknown model {data['model']!r}; known: {', '.join(_PANEL_BY_HF_ID)}")
+        task, entries, name_key = ("induction", data["results"], "name") if "results" in data else \
+            ("greater-than", _require(path, data, "conditions"), "condition")
+        list_field = "results" if task == "induction" else "conditions"
+        for i, entry in enumerate(_as_list(path, list_field, entries)):
+            field = f"{list_field}[{i}]"
+            if not isinstance(entry, dict) or name_key not in entry:
+                raise _fail(path, field, f"expected an object with {name_key!r}")
+            spec = entry.get("spec", {}) or {}
+            heads = " ".join(f"L{int(l)}H{int(h)}" for l, hs in sorted(spec.items(), key=lambda kv: int(kv[0]))
+                             for h in sorted(hs))
+            for metric, value in entry.items():
+                if metric in (name_key, "spec", "n_ablated", "wall_s") or isinstance(value, (dict, list, str)):
+                    continue
+                rows.append({"model": model, "file": path.name, "task": task, "condition": entry[name_key],
+                             "n_ablated": entry.get("n_ablated"), "heads": heads, "metric": metric,
+                             "value": _number(path, f"{field}.{metric}", value)})
+    return pd.DataFrame(rows, columns=columns)
+
+
+# ------------------------------------------------------------------------------------------------ manifest and fetch
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    local_path: str  # where the file lives in a published directory
+    repo_path: str  # path in the authors' repository
+    commit: str  # pinned commit
+    bytes: int
+    sha256: str
+
+    @property
+    def url(self) -> str:
+        return RAW_URL.format(commit=self.commit, repo_path=self.repo_path)
+
+
+def read_manifest(path: str | os.PathLike = MANIFEST_PATH) -> list[ManifestEntry]:
+    lines = [l for l in Path(path).read_text().splitlines() if l.strip() and not l.startswith("#")]
+    return [ManifestEntry(r["local_path"], r["repo_path"], r["commit"], int(r["bytes"]), r["sha256"])
+            for r in csv.DictReader(lines, delimiter="\t")]
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and os.replace, so readers never see a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _download(url: str, timeout: float) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (fixed https URL)
+        return response.read()
+
+
+def fetch_published(to_dir: str | os.PathLike | None = None, *, from_dir: str | os.PathLike | None = None,
+                    manifest: list[ManifestEntry] | None = None, timeout: float = 30.0,
+                    download: Callable[[str, float], bytes] = _download) -> pd.DataFrame:
+    """Download (or, with `from_dir`, copy from a local copy) every manifest file into `to_dir`, verify its sha256,
+    write atomically. Files already present with the right sha256 are left alone. Returns local_path, action."""
+    to = Path(to_dir) if to_dir is not None else default_published_dir()
+    done = []
+    for entry in manifest if manifest is not None else read_manifest():
+        dest = to / entry.local_path
+        if dest.exists() and sha256_of(dest) == entry.sha256:
+            done.append({"local_path": entry.local_path, "action": "present"})
+            continue
+        if from_dir is not None:
+            src = Path(from_dir) / entry.local_path
+            if not src.exists():
+                raise DataError(f"{src}: missing from the local copy {from_dir}; it should hold {entry.local_path}")
+            data, origin = src.read_bytes(), str(src)
+        else:
+            try:
+                data, origin = download(entry.url, timeout), entry.url
+            except (urllib.error.URLError, OSError, TimeoutError) as err:
+                raise DataError(f"cannot download {entry.url} ({err}); offline? Copy the published files from a "
+                                f"machine that is online and use `--from DIR` with that copy") from err
+        if hashlib.sha256(data).hexdigest() != entry.sha256:
+            raise DataError(f"{origin}: sha256 {hashlib.sha256(data).hexdigest()[:12]}... differs from the pinned "
+                            f"{entry.sha256[:12]}... of {entry.repo_path}@{entry.commit[:8]}; not written")
+        atomic_write_bytes(dest, data)
+        done.append({"local_path": entry.local_path, "action": "copied" if from_dir is not None else "downloaded"})
+    return pd.DataFrame(done, columns=["local_path", "action"])
+
+
+def check_published(directory: str | os.PathLike, *, manifest: list[ManifestEntry] | None = None) -> pd.DataFrame:
+    """Compare a published directory with the manifest: local_path, status ("ok", "missing", "sha256 mismatch")."""
+    root = Path(directory)
+    rows = []
+    for entry in manifest if manifest is not None else read_manifest():
+        path = root / entry.local_path
+        status = "missing" if not path.exists() else "ok" if sha256_of(path) == entry.sha256 else "sha256 mismatch"
+        rows.append({"local_path": entry.local_path, "status": status})
+    return pd.DataFrame(rows, columns=["local_path", "status"])

@@ -1,0 +1,48 @@
+"""Names shared by every stage: the six head classes and the columns of the developmental table.
+
+The developmental table is the project's single seam. Everything upstream (our probe runs, the authors' published
+files, the toy panel) produces it; everything downstream (findings, audit, notebooks) reads only it.
+One row per (panel, revision, layer, head).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+HeadClass = Literal["induction", "previous-token", "duplicate-token", "first-token", "self", "local"]
+# Order matters: the paper's best class is a stable descending sort over this list, so an exact tie goes to the
+# class listed first.
+HEAD_CLASSES: tuple[HeadClass, ...] = get_args(HeadClass)
+UNCLASSIFIED = "unclassified"
+
+
+def sel_column(head_class: str) -> str:
+    """Column holding a class's selectivity: "previous-token" -> "sel_previous_token"."""
+    check_head_class(head_class)
+    return "sel_" + head_class.replace("-", "_")
+
+
+def check_head_class(head_class: str) -> HeadClass:
+    if head_class not in HEAD_CLASSES:
+        raise ValueError(
+            f"unknown head class {head_class!r}; the classes are {', '.join(HEAD_CLASSES)} "
+            "(hyphenated, as in the paper)"
+        )
+    return head_class  # type: ignore[return-value]
+
+
+SEL_COLUMNS: tuple[str, ...] = tuple(sel_column(c) for c in HEAD_CLASSES)
+
+# Developmental-table columns. Required ones must be present in every source; optional ones may be NaN / absent
+# (e.g. the published files carry no all-query sink score, and PR is known only where a trajectory exists).
+DEV_KEY_COLUMNS = ("panel", "revision", "tokens_b", "layer", "head")
+DEV_REQUIRED_COLUMNS = (*DEV_KEY_COLUMNS, *SEL_COLUMNS)
+DEV_OPTIONAL_COLUMNS = (
+    "step",  # training step (int) where known
+    "pr",  # participation ratio of the head's query-position output (NaN where unknown)
+    "best_class",  # argmax class (paper tie rule)
+    "classification",  # best_class if its selectivity >= the class threshold, else "unclassified"
+    "sel_first_token_allq",  # all-query first-token score (ratio of means), our addition
+    "mass_first_token_allq",  # mean attention mass on position 0 over the same queries
+    "source",  # "published" | "probe" | "toy"
+)

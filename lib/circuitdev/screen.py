@@ -1,0 +1,239 @@
+"""The all-head six-class selectivity screen (method spec §2): target attention over a fixed baseline, per head.
+
+selectivity[c][L, H] = mean attention of the query row at class c's target / mean attention at the baseline positions,
+a ratio of batch means (average first, then divide) with a 1e-8 floor on the baseline. The baseline is 50 positions
+drawn once with RandomState(0) — the same for every sequence, not excluding its A / B (use `baseline_excludes_ab`
+for the variant that does).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+
+from circuitdev.batch import InductionBatch
+from circuitdev.errors import ConfigError, NumericalError
+from circuitdev.schema import HEAD_CLASSES, UNCLASSIFIED, HeadClass, check_head_class, sel_column
+
+BASELINE_FLOOR = 1e-8
+CountingRule = Literal["per_class", "best_class"]
+
+
+def avoid_positions(seq_len: int) -> set[int]:
+    """Positions no baseline may use: 0 (first token), q-1, q and the local window q-5..q-2 (q = seq_len - 1)."""
+    q = seq_len - 1
+    return {0, q - 1, q, *range(q - 5, q - 1)}
+
+
+def local_positions(seq_len: int) -> list[int]:
+    q = seq_len - 1
+    return [q - 2, q - 3, q - 4, q - 5]
+
+
+def baseline_positions(seq_len: int = 256, size: int = 50, seed: int = 0) -> np.ndarray:
+    """The authors' fixed "uniform-other" set: repeated `randint(1, T-1)` draws, rejecting the avoid set and repeats.
+
+    At T = 256 this is exactly the paper's 50 positions. For short contexts the size is capped at the number of
+    eligible positions.
+    """
+    avoid = avoid_positions(seq_len)
+    eligible = [p for p in range(1, seq_len - 1) if p not in avoid]
+    size = min(size, len(eligible))
+    if size < 1:
+        raise ConfigError(f"seq_len={seq_len} leaves no baseline position; use seq_len >= 12")
+    rng = np.random.RandomState(seed)
+    chosen: list[int] = []
+    while len(chosen) < size:
+        p = int(rng.randint(1, seq_len - 1))
+        if p not in avoid and p not in chosen:
+            chosen.append(p)
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def target_attention(attn_rows: torch.Tensor, batch: InductionBatch) -> dict[HeadClass, np.ndarray]:
+    """Mean query-row attention at each class's target, (L, H) per class, with the paper's averaging sets.
+
+    Induction and duplicate-token average over valid examples in float64; the others over all N in fp32.
+    """
+    n, _, _, t = attn_rows.shape  # (N, L, H, T)
+    if t != batch.seq_len or n != batch.n:
+        raise ConfigError(f"attention rows {tuple(attn_rows.shape)} do not match the batch ({batch.n} x {batch.seq_len})")
+    q = batch.query
+    valid = torch.as_tensor(batch.valid)
+    if not valid.any():
+        raise ConfigError("no valid example in the batch (B must occur exactly once before the query)")
+    rows = torch.arange(n)
+    first_a = torch.as_tensor(batch.first_a)
+    ind = attn_rows[rows, :, :, first_a + 1][valid].double().mean(0)  # (L, H)
+    dup = attn_rows[rows, :, :, first_a][valid].double().mean(0)
+    return {
+        "induction": ind.numpy(),
+        "previous-token": attn_rows[..., q - 1].mean(0).numpy(),
+        "duplicate-token": dup.numpy(),
+        "first-token": attn_rows[..., 0].mean(0).numpy(),
+        "self": attn_rows[..., q].mean(0).numpy(),
+        "local": attn_rows[..., local_positions(t)].mean(dim=(0, 3)).numpy(),
+    }
+
+
+def baseline_attention(
+    attn_rows: torch.Tensor, batch: InductionBatch, positions: np.ndarray, *, excludes_ab: bool = False
+) -> np.ndarray:
+    """Mean attention over all N examples and the fixed positions, (L, H).
+
+    `excludes_ab=True` (a variant, off by default) drops each sequence's A and B positions from its baseline, which
+    the paper does not do; use it to check that a planted bigram inside the baseline set does not bias the ratio.
+    """
+    idx = torch.as_tensor(positions)
+    values = attn_rows[..., idx]  # (N, L, H, P)
+    if not excludes_ab:
+        return values.mean(dim=(0, 3)).numpy()
+    pos = idx[None, :]  # (1, P)
+    fa = torch.as_tensor(batch.first_a)[:, None]  # (N, 1)
+    keep = ((pos != fa) & (pos != fa + 1)).to(values.dtype)  # (N, P)
+    summed = (values * keep[:, None, None, :]).sum(dim=(0, 3))
+    return (summed / keep.sum()).numpy()
+
+
+def selectivities(
+    attn_rows: torch.Tensor,
+    batch: InductionBatch,
+    *,
+    baseline_size: int = 50,
+    baseline_seed: int = 0,
+    baseline_excludes_ab: bool = False,
+) -> dict[HeadClass, np.ndarray]:
+    """Six (L, H) selectivity arrays: target attention / max(baseline, 1e-8)."""
+    if not torch.isfinite(attn_rows).all():
+        raise NumericalError(
+            "attention rows hold NaN or Inf (fp16 underflow/overflow is the usual cause): probe in fp32 (--dtype fp32)"
+        )
+    positions = baseline_positions(batch.seq_len, baseline_size, baseline_seed)
+    base = baseline_attention(attn_rows, batch, positions, excludes_ab=baseline_excludes_ab)
+    denom = np.maximum(base, BASELINE_FLOOR)
+    return {c: (v / denom) for c, v in target_attention(attn_rows, batch).items()}
+
+
+def classify(sel: pd.DataFrame, *, threshold: float = 30.0) -> pd.DataFrame:
+    """Best and second class per row of a table with `sel_*` columns, and the 30x classification.
+
+    The paper sorts the six classes descending with a stable sort, so an exact tie goes to the class listed first
+    in HEAD_CLASSES. Returns best_class, best_selectivity, second_class, second_selectivity, classification.
+    """
+    _check_threshold("threshold", threshold)
+    values = sel[[sel_column(c) for c in HEAD_CLASSES]].to_numpy(dtype=float)  # (rows, 6)
+    order = np.argsort(-values, axis=1, kind="stable")
+    rows = np.arange(len(values))
+    names = np.array(HEAD_CLASSES, dtype=object)
+    best, second = order[:, 0], order[:, 1]
+    best_sel = values[rows, best]
+    return pd.DataFrame(
+        {
+            "best_class": names[best],
+            "best_selectivity": best_sel,
+            "second_class": names[second],
+            "second_selectivity": values[rows, second],
+            "classification": np.where(best_sel >= threshold, names[best], UNCLASSIFIED),
+        },
+        index=sel.index,
+    )
+
+
+def is_class(
+    table: pd.DataFrame, head_class: str, threshold: float, *, rule: CountingRule = "per_class"
+) -> pd.Series:
+    """Whether each head counts as `head_class` at `threshold`.
+
+    rule="per_class" (the paper's developmental tables, default): sel_c >= threshold whatever the head's best
+    class — a head can count for several classes. rule="best_class": additionally best_class == head_class; use
+    it to compare with the paper's final-checkpoint README numbers, which were computed that way.
+    """
+    check_head_class(head_class)
+    _check_threshold("threshold", threshold)
+    hit = table[sel_column(head_class)] >= threshold
+    if rule == "best_class":
+        best = table["best_class"] if "best_class" in table else classify(table)["best_class"]
+        hit &= best == head_class
+    elif rule != "per_class":
+        raise ConfigError(f"unknown counting rule {rule!r}; use 'per_class' or 'best_class'")
+    return hit
+
+
+def circuit_memberships(
+    table: pd.DataFrame,
+    *,
+    induction_threshold: float = 50.0,
+    prev_token_threshold: float = 100.0,
+    bos_threshold: float = 30.0,
+) -> pd.DataFrame:
+    """The paper's circuit screens: induction >= 50x (no best-class condition), previous-token >= 100x AND best class,
+    BOS (first-token) >= 30x per-class rule."""
+    return pd.DataFrame(
+        {
+            "in_induction_circuit": is_class(table, "induction", induction_threshold),
+            "in_prev_token_circuit": is_class(table, "previous-token", prev_token_threshold, rule="best_class"),
+            "is_bos": is_class(table, "first-token", bos_threshold),
+        },
+        index=table.index,
+    )
+
+
+def heads_of(table: pd.DataFrame, mask: pd.Series) -> dict[int, list[int]]:
+    """{layer: [heads]} for the rows where mask holds — the spec format the ablation takes."""
+    spec: dict[int, list[int]] = {}
+    for layer, head in table.loc[mask, ["layer", "head"]].itertuples(index=False):
+        spec.setdefault(int(layer), []).append(int(head))
+    return spec
+
+
+def sink_rate(mass_first: np.ndarray | pd.Series, *, epsilon: float = 0.3) -> float:
+    """Gu et al. (2025): the share of heads whose mean attention on position 0 exceeds epsilon."""
+    if not 0 < epsilon < 1:
+        raise ConfigError(f"epsilon must lie in (0, 1), got {epsilon}")
+    return float((np.asarray(mass_first) > epsilon).mean())
+
+
+def null_selectivity(
+    attn_rows: torch.Tensor,
+    batch: InductionBatch,
+    *,
+    n_nulls: int = 20,
+    seed: int = 2026,
+    baseline_size: int = 50,
+    baseline_seed: int = 0,
+) -> np.ndarray:
+    """The selectivity null (spec §3): attention at one random non-target position per valid example, over the baseline.
+
+    For each draw and valid example, rp = randint(1, T-1) from RandomState(seed), rejecting the avoid set and the
+    example's A and B positions. Returns (n_nulls, L, H); the paper reports the 99th percentile over all values.
+    """
+    if n_nulls < 1:
+        raise ConfigError(f"n_nulls must be >= 1, got {n_nulls}")
+    t = batch.seq_len
+    positions = baseline_positions(t, baseline_size, baseline_seed)
+    denom = np.maximum(baseline_attention(attn_rows, batch, positions), BASELINE_FLOOR)
+    avoid = avoid_positions(t)
+    valid_idx = np.flatnonzero(batch.valid)
+    rng = np.random.RandomState(seed)
+    valid_rows = attn_rows[torch.as_tensor(valid_idx)]  # (V, L, H, T)
+    out = np.empty((n_nulls, *denom.shape))
+    for d in range(n_nulls):
+        picks = np.empty(len(valid_idx), dtype=np.int64)
+        for j, i in enumerate(valid_idx):
+            fa = batch.first_a[i]
+            while True:
+                rp = int(rng.randint(1, t - 1))
+                if rp not in avoid and rp != fa and rp != fa + 1:
+                    break
+            picks[j] = rp
+        at = valid_rows[torch.arange(len(valid_idx)), :, :, torch.as_tensor(picks)].double().mean(0).numpy()
+        out[d] = at / denom
+    return out
+
+
+def _check_threshold(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
+        raise ConfigError(f"{name} must be a positive, finite selectivity ratio (e.g. 30.0), got {value!r}")

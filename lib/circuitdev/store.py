@@ -1,0 +1,536 @@
+"""The result store: one record per (panel, revision, probe configuration), written atomically, resumed safely.
+
+Layout (DIR defaults to `<data>/results`, i.e. `data/results` of the repository)::
+
+    DIR/<panel>/<revision>.parquet      per-head table, one row per (layer, head); columns: RECORD_COLUMNS
+    DIR/<panel>/<revision>.json         sidecar: configuration + hash, versions, git commit, device, dtype, timings,
+                                        and the parquet's sha256, byte size and row count
+    DIR/<panel>/by-config/<hash>/...    records of other configurations, kept when a different one is asked for
+
+Which configuration a record holds: `DIR/<panel>/<revision>.parquet` is always the record of the configuration
+asked for last. A run whose `ProbeConfig.config_hash()` differs from the stored sidecar's moves the stored record to
+`by-config/<old hash>/` and then restores `by-config/<new hash>/` if a valid record is there, else recomputes. So
+several configurations coexist, switching back is free, and readers only ever look at the plain path (the sidecar
+says which configuration it is; `load_panel_table(..., config=...)` checks it).
+
+Integrity: the parquet is written first (temp file + fsync + rename), the sidecar last (same way); the sidecar holds
+the parquet's sha256 and row count. A record is complete only if the sidecar parses, names this panel / revision,
+and the parquet's bytes hash to the recorded sha256 with the recorded rows -- anything else (a crash mid-write, a
+truncated or edited file, a parquet without sidecar) is reported as corrupt and recomputed, never used.
+`force=True` recomputes complete records too.
+
+Which function to call: `probe_panel` to compute what is missing; `load_panel_table` for the developmental table of
+a panel (findings, notebooks); `read_record` / `record_status` for one record.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import pandas as pd
+
+from circuitdev.errors import DataError
+from circuitdev.panels import Panel, Revision, data_dir, load_panel
+from circuitdev.schema import DEV_KEY_COLUMNS, DEV_OPTIONAL_COLUMNS, SEL_COLUMNS
+
+FORMAT = "circuitdev.record/1"
+ARCHIVE = "by-config"
+
+# Columns of a record, in order. The first block is added by the store; the rest come from `probe_model`.
+RECORD_COLUMNS: dict[str, str] = {
+    "panel": "panel name (results sub-folder)",
+    "revision": "revision name (hub branch or checkpoint sub-folder)",
+    "step": "training step (nullable integer)",
+    "tokens": "training tokens seen (integer)",
+    "tokens_b": "tokens / 1e9, exact (the authors' files truncate or floor it)",
+    "source": '"probe" for trained models, "toy" for the toy panel',
+    "config_hash": "ProbeConfig.config_hash() of the run",
+    "layer": "layer index, from 0",
+    "head": "head index within the layer, from 0",
+    "sel_induction": "induction selectivity: attention at B (ab+1) / baseline (ratio of batch means)",
+    "sel_previous_token": "previous-token selectivity: attention at q-1 / baseline",
+    "sel_duplicate_token": "duplicate-token selectivity: attention at the first A / baseline",
+    "sel_first_token": "first-token (BOS, sink) selectivity: attention at position 0 / baseline",
+    "sel_self": "self selectivity: attention at q / baseline",
+    "sel_local": "local selectivity: mean attention at q-2..q-5 / baseline",
+    "best_class": "argmax class (stable sort: ties go to the class listed first)",
+    "best_selectivity": "selectivity of best_class",
+    "second_class": "runner-up class",
+    "second_selectivity": "selectivity of second_class",
+    "classification": "best_class if best_selectivity >= class_threshold, else unclassified",
+    "in_induction_circuit": "sel_induction >= induction_threshold",
+    "in_prev_token_circuit": "sel_previous_token >= prev_token_threshold and best class previous-token",
+    "is_bos": "sel_first_token >= bos_threshold (the paper's per-class counting rule)",
+    "pr": "participation ratio of the head's output at the query over the first n_pr sequences",
+    "mass_first_token": "mean attention mass on position 0 from the query (second A)",
+    "sel_first_token_allq": "all-query first-token score (ratio of means over queries >= allq_skip)",
+    "mass_first_token_allq": "mean attention mass on position 0 over the same queries",
+    "is_sink_gu": "mass_first_token_allq > sink_rate_epsilon (Gu et al. 2025)",
+    "prefix_matching": "prefix-matching score on repeated random sequences (NaN when n_prefix = 0)",
+    "null_induction_p99": "99th percentile of the head's null induction selectivity (NaN when n_nulls = 0)",
+}
+STORE_COLUMNS = ("panel", "revision", "step", "tokens", "tokens_b", "source", "config_hash")
+REQUIRED_PROBE_COLUMNS = ("layer", "head", *SEL_COLUMNS, "best_class", "classification", "pr")
+
+RecordState = Literal["complete", "missing", "corrupt", "stale"]
+MissingPolicy = Literal["raise", "skip"]
+
+
+def default_results_dir() -> Path:
+    """`<data>/results`: data/results of the repository, or of $CIRCUITDEV_DATA."""
+    return data_dir() / "results"
+
+
+@dataclass(frozen=True)
+class RecordPaths:
+    parquet: Path
+    sidecar: Path
+
+    @property
+    def folder(self) -> Path:
+        return self.parquet.parent
+
+
+def record_paths(results_dir: str | os.PathLike, panel: str, revision: str, config_hash: str | None = None) -> RecordPaths:
+    """Paths of a record; with `config_hash`, of its archived copy under by-config/<hash>/."""
+    folder = Path(results_dir) / panel
+    if config_hash is not None:
+        folder = folder / ARCHIVE / config_hash
+    return RecordPaths(folder / f"{revision}.parquet", folder / f"{revision}.json")
+
+
+@dataclass(frozen=True)
+class RecordStatus:
+    state: RecordState
+    reason: str = ""
+    sidecar: dict | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete"
+
+
+def record_status(paths: RecordPaths, *, panel: str, revision: str, config_hash: str | None = None) -> RecordStatus:
+    """Check a record without trusting it: missing / corrupt (with the reason) / stale (other config) / complete."""
+    has_parquet, has_sidecar = paths.parquet.is_file(), paths.sidecar.is_file()
+    if not has_parquet and not has_sidecar:
+        return RecordStatus("missing", "no record")
+    if not has_sidecar:
+        return RecordStatus("corrupt", f"{paths.parquet.name} has no sidecar (interrupted before the sidecar was written)")
+    try:
+        meta = json.loads(paths.sidecar.read_text())
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            return RecordStatus("corrupt", f"{paths.sidecar.name} is not a {FORMAT} sidecar")
+        info = meta["parquet"]
+        expected = (info["sha256"], int(info["rows"]), int(info["bytes"]))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return RecordStatus("corrupt", f"{paths.sidecar.name} is unreadable ({type(err).__name__}: {err})")
+    if (meta.get("panel"), meta.get("revision")) != (panel, revision):
+        return RecordStatus("corrupt", f"{paths.sidecar.name} belongs to {meta.get('panel')}/{meta.get('revision')}")
+    if not has_parquet:
+        return RecordStatus("corrupt", f"{paths.parquet.name} is missing but its sidecar exists", meta)
+    data = paths.parquet.read_bytes()
+    if len(data) != expected[2] or hashlib.sha256(data).hexdigest() != expected[0]:
+        return RecordStatus("corrupt", f"{paths.parquet.name} does not match the sha256 in its sidecar", meta)
+    if config_hash is not None and meta.get("config_hash") != config_hash:
+        return RecordStatus("stale", f"holds configuration {meta.get('config_hash')}, not {config_hash}", meta)
+    return RecordStatus("complete", "", meta)
+
+
+def read_record(
+    results_dir: str | os.PathLike, panel: str, revision: str, *, config_hash: str | None = None
+) -> pd.DataFrame:
+    """One verified record as a DataFrame (`attrs["record"]` = its sidecar). DataError if missing/corrupt/stale."""
+    paths = record_paths(results_dir, panel, revision)
+    status = record_status(paths, panel=panel, revision=revision, config_hash=config_hash)
+    if not status.complete:
+        raise DataError(
+            f"record {paths.parquet} is {status.state}: {status.reason}. Compute it with "
+            f"`circuitdev probe --panel {panel} --revision {revision} --out {results_dir}`"
+        )
+    table = pd.read_parquet(io.BytesIO(paths.parquet.read_bytes()))
+    if len(table) != status.sidecar["parquet"]["rows"]:
+        raise DataError(f"record {paths.parquet}: {len(table)} rows, sidecar says {status.sidecar['parquet']['rows']}")
+    table.attrs["record"] = status.sidecar
+    return table
+
+
+def read_sidecar(results_dir: str | os.PathLike, panel: str, revision: str) -> dict:
+    paths = record_paths(results_dir, panel, revision)
+    status = record_status(paths, panel=panel, revision=revision)
+    if not status.complete:
+        raise DataError(f"record {paths.sidecar} is {status.state}: {status.reason}")
+    return status.sidecar
+
+
+# ---------------------------------------------------------------------------------------------------------- writing
+
+
+def record_table(table: pd.DataFrame, panel: Panel, revision: Revision, config_hash: str) -> pd.DataFrame:
+    """The stored form of a probe table: store columns first, rows sorted by (layer, head), no attrs."""
+    missing = [c for c in REQUIRED_PROBE_COLUMNS if c not in table.columns]
+    if missing:
+        raise DataError(f"probe table for {panel.name}/{revision.name} lacks column(s) {missing}; cannot store it")
+    if table.duplicated(["layer", "head"]).any():
+        raise DataError(f"probe table for {panel.name}/{revision.name} has duplicate (layer, head) rows")
+    body = table.drop(columns=[c for c in STORE_COLUMNS if c in table.columns])
+    body = body.sort_values(["layer", "head"], kind="stable").reset_index(drop=True)
+    n = len(body)
+    front = pd.DataFrame(
+        {
+            "panel": pd.Series([panel.name] * n, dtype=object),
+            "revision": pd.Series([revision.name] * n, dtype=object),
+            "step": pd.array([revision.step] * n, dtype="Int64"),
+            "tokens": pd.Series([revision.tokens] * n, dtype="int64"),
+            "tokens_b": pd.Series([revision.tokens_b] * n, dtype="float64"),
+            "source": pd.Series([panel.source] * n, dtype=object),
+            "config_hash": pd.Series([config_hash] * n, dtype=object),
+        }
+    )
+    out = pd.concat([front, body], axis=1)
+    out["layer"] = out["layer"].astype("int64")
+    out["head"] = out["head"].astype("int64")
+    out.attrs = {}
+    return out
+
+
+def parquet_bytes(table: pd.DataFrame) -> bytes:
+    """Deterministic parquet bytes (no attrs, no index): the same table always gives the same bytes."""
+    buf = io.BytesIO()
+    clean = table.copy()
+    clean.attrs = {}
+    clean.to_parquet(buf, engine="pyarrow", index=False)
+    return buf.getvalue()
+
+
+def _replace(src: Path, dst: Path) -> None:
+    """The one rename that publishes a file (a separate function so tests can interrupt it)."""
+    os.replace(src, dst)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write to a temp file in the same folder, fsync, rename over `path`. A crash leaves the old file or none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _replace(Path(tmp), path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_record(
+    results_dir: str | os.PathLike,
+    panel: Panel,
+    revision: Revision,
+    table: pd.DataFrame,
+    *,
+    config,
+    meta: dict[str, Any] | None = None,
+) -> RecordPaths:
+    """Store one probe table: parquet first, sidecar (with the parquet's sha256 and rows) last, both atomic."""
+    paths = record_paths(results_dir, panel.name, revision.name)
+    stored = record_table(table, panel, revision, config.config_hash())
+    data = parquet_bytes(stored)
+    if paths.sidecar.exists():  # an old sidecar must never vouch for the new parquet, even for a moment
+        paths.sidecar.unlink()
+    atomic_write(paths.parquet, data)
+    sidecar = {
+        "format": FORMAT,
+        "panel": panel.name,
+        "revision": revision.name,
+        "step": revision.step,
+        "tokens": revision.tokens,
+        "tokens_b": revision.tokens_b,
+        "model": panel.model,
+        "family": panel.family,
+        "source": panel.source,
+        "config": config.to_dict(),
+        "config_hash": config.config_hash(),
+        "dtype": config.dtype or panel.dtype,
+        **(meta or {}),
+        "parquet": {
+            "file": paths.parquet.name,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+            "rows": len(stored),
+            "columns": list(stored.columns),
+        },
+    }
+    atomic_write(paths.sidecar, (json.dumps(sidecar, indent=2, sort_keys=False, default=_json_default) + "\n").encode())
+    return paths
+
+
+def _json_default(value):
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    return str(value)
+
+
+def _archive(paths: RecordPaths, results_dir: Path, panel: str, revision: str, config_hash: str) -> None:
+    """Move a complete record of another configuration to by-config/<hash>/ (sidecar first: never half-valid)."""
+    dest = record_paths(results_dir, panel, revision, config_hash)
+    dest.folder.mkdir(parents=True, exist_ok=True)
+    dest.sidecar.unlink(missing_ok=True)
+    _replace(paths.parquet, dest.parquet)
+    _replace(paths.sidecar, dest.sidecar)
+
+
+def _restore(results_dir: Path, panel: str, revision: str, config_hash: str) -> bool:
+    """Bring back an archived record of `config_hash` if it is valid; True if the plain path now holds it."""
+    src = record_paths(results_dir, panel, revision, config_hash)
+    if not record_status(src, panel=panel, revision=revision, config_hash=config_hash).complete:
+        return False
+    dst = record_paths(results_dir, panel, revision)
+    dst.sidecar.unlink(missing_ok=True)
+    _replace(src.parquet, dst.parquet)
+    _replace(src.sidecar, dst.sidecar)
+    return record_status(dst, panel=panel, revision=revision, config_hash=config_hash).complete
+
+
+def _clean_temp_files(folder: Path, revision: str) -> None:
+    for name in (f"{revision}.parquet", f"{revision}.json"):
+        for tmp in folder.glob(f".{name}.*.tmp"):
+            tmp.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------------------- probing
+
+
+@dataclass(frozen=True)
+class RunResult:
+    revision: str
+    action: Literal["computed", "skipped", "restored"]
+    paths: RecordPaths
+    reason: str = ""  # why it was (re)computed: missing / corrupt: ... / stale: ... / forced
+    seconds: float = 0.0
+
+
+def probe_panel(
+    panel: Panel | str,
+    *,
+    revisions: list[str] | None = None,
+    config=None,
+    results_dir: str | os.PathLike | None = None,
+    force: bool = False,
+    device: str | None = None,
+    dtype: str | None = None,
+    progress: bool = True,
+    probe_fn: Callable | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[RunResult]:
+    """Probe the panel's revisions (all, or `revisions`) and store one record each; skip complete records.
+
+    config: a ProbeConfig, or None for the panel's defaults (`Panel.probe_config`); `device` / `dtype` override
+    it. Resume-safe: an interrupted run keeps every record it finished; re-running computes only what is missing,
+    corrupt or of another configuration. One revision is in memory at a time. `probe_fn(model, config, progress=)`
+    defaults to `circuitdev.probe.probe_model` (tests pass a stand-in).
+    """
+    from tqdm.auto import tqdm
+
+    from circuitdev.config import ProbeConfig
+    from circuitdev.loading import free_memory, load_revision, resolve_device
+
+    panel = load_panel(panel)
+    fields = {} if config is None else ProbeConfig.to_dict(config)
+    fields.update({k: v for k, v in {"device": device, "dtype": dtype}.items() if v is not None})
+    cfg = panel.probe_config(**fields)  # panel defaults <- config <- device/dtype; dtype resolved before hashing
+    key = cfg.config_hash()
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    say = log or (lambda msg: None)
+    results: list[RunResult] = []
+    revs = panel.select(revisions)
+    bar = tqdm(revs, desc=f"probe {panel.name}", unit="revision", disable=not progress)
+    for rev in bar:
+        bar.set_postfix_str(rev.name)
+        paths = record_paths(root, panel.name, rev.name)
+        status = record_status(paths, panel=panel.name, revision=rev.name, config_hash=key)
+        if status.complete and not force:
+            results.append(RunResult(rev.name, "skipped", paths, "complete"))
+            continue
+        if status.state == "stale":
+            _archive(paths, root, panel.name, rev.name, status.sidecar["config_hash"])
+            if not force and _restore(root, panel.name, rev.name, key):
+                say(f"{panel.name}/{rev.name}: restored the stored record of configuration {key}")
+                results.append(RunResult(rev.name, "restored", paths, status.reason))
+                continue
+        reason = "forced" if force and status.complete else f"{status.state}" + (f": {status.reason}" if status.reason else "")
+        if status.state == "corrupt":
+            say(f"{panel.name}/{rev.name}: stored record is corrupt ({status.reason}); recomputing")
+        _clean_temp_files(paths.folder, rev.name)
+        t0 = time.perf_counter()
+        dev = resolve_device(cfg.device)
+        model = load_revision(panel, rev, dtype=cfg.dtype, device=dev, progress=progress)
+        t_load = time.perf_counter() - t0
+        fn = probe_fn or _default_probe_fn()
+        table = fn(model, cfg, progress=progress)
+        del model
+        free_memory()
+        t_probe = time.perf_counter() - t0 - t_load
+        attrs = dict(table.attrs)
+        meta = {
+            "device": str(dev),
+            "device_name": _device_name(dev),
+            "timings": {"load_s": t_load, "probe_s": t_probe, **{f"probe.{k}": v for k, v in attrs.pop("timings", {}).items()}},
+            "probe_attrs": attrs,
+            "versions": package_versions(),
+            "git": git_state(),
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(),
+        }
+        paths = write_record(root, panel, rev, table, config=cfg, meta=meta)
+        results.append(RunResult(rev.name, "computed", paths, reason, time.perf_counter() - t0))
+    return results
+
+
+def _default_probe_fn() -> Callable:
+    from circuitdev import probe
+
+    return probe.probe_model
+
+
+def _device_name(dev) -> str:
+    try:
+        import torch
+
+        if dev.type == "cuda":
+            return torch.cuda.get_device_name(dev)
+    except Exception:  # pragma: no cover - informational only
+        pass
+    return platform.processor() or platform.machine()
+
+
+@functools.lru_cache(maxsize=1)
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for pkg in ("circuitdev", "torch", "transformers", "nnsight", "numpy", "pandas", "pyarrow", "huggingface-hub"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "absent"
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def git_state() -> dict[str, Any]:
+    """Commit of the code that computed a record (None outside a git checkout or before the first commit)."""
+    repo = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--", "lib"],
+            capture_output=True, text=True, timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {
+        "commit": commit.stdout.strip() if commit.returncode == 0 else None,
+        "dirty": bool(dirty.stdout.strip()) if dirty.returncode == 0 else None,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------- reading
+
+
+def panel_status(results_dir: str | os.PathLike, panel: Panel | str, *, config=None) -> pd.DataFrame:
+    """One row per revision of the panel: state (complete / missing / corrupt / stale), reason, config hash."""
+    panel = load_panel(panel)
+    key = panel.probe_config(**config.to_dict()).config_hash() if config is not None else None
+    rows = []
+    for rev in panel.revisions:
+        st = record_status(record_paths(results_dir, panel.name, rev.name), panel=panel.name, revision=rev.name,
+                           config_hash=key)
+        rows.append({"revision": rev.name, "step": rev.step, "tokens_b": rev.tokens_b, "state": st.state,
+                     "config_hash": (st.sidecar or {}).get("config_hash"), "reason": st.reason})
+    return pd.DataFrame(rows)
+
+
+def load_panel_table(
+    results_dir: str | os.PathLike | None,
+    panel: Panel | str,
+    *,
+    revisions: list[str] | None = None,
+    config=None,
+    on_missing: MissingPolicy = "raise",
+) -> pd.DataFrame:
+    """All stored records of a panel as one developmental table (schema.py columns first), in revision order.
+
+    `panel`: a Panel, a panel name / file, or just the name of a results sub-folder (its records are then ordered
+    by tokens). `config`: a ProbeConfig every record must have been computed with (default: any one configuration,
+    but the same for all revisions). on_missing="skip" leaves out revisions without a complete record; "raise"
+    (default) reports them. `attrs["config"]` / `attrs["config_hash"]` say which configuration the table holds.
+    """
+    from circuitdev.errors import ConfigError
+
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    try:
+        pan = load_panel(panel, resolve_hub=False) if not isinstance(panel, Panel) else panel
+    except ConfigError:
+        if not isinstance(panel, str) or not (root / panel).is_dir():
+            raise
+        pan = None  # no panel file: read whatever records the results folder holds
+    if pan is not None and pan.revisions:
+        name, rev_names = pan.name, [r.name for r in pan.select(revisions)]
+        key = pan.probe_config(**config.to_dict()).config_hash() if config is not None else None
+    else:
+        name = pan.name if pan is not None else str(panel)
+        rev_names = list(revisions or _revisions_on_disk(root / name))
+        key = config.config_hash() if config is not None else None
+    tables, problems, hashes = [], [], {}
+    for rev in rev_names:
+        paths = record_paths(root, name, rev)
+        st = record_status(paths, panel=name, revision=rev, config_hash=key)
+        if not st.complete:
+            problems.append(f"{rev} ({st.state}{': ' + st.reason if st.reason else ''})")
+            continue
+        table = pd.read_parquet(io.BytesIO(paths.parquet.read_bytes()))
+        hashes[rev] = st.sidecar["config_hash"]
+        table.attrs = {}
+        tables.append((st.sidecar, table))
+    if problems and on_missing == "raise":
+        raise DataError(
+            f"panel {name}: no usable record for {len(problems)} revision(s) in {root / name}: {'; '.join(problems)}. "
+            f"Run `circuitdev probe --panel {name} --out {root}`, or pass on_missing='skip'"
+        )
+    if len(set(hashes.values())) > 1:
+        raise DataError(
+            f"panel {name}: records in {root / name} come from different probe configurations {hashes}; re-probe "
+            "the odd ones with one configuration (`circuitdev probe ... --force`) or pass config= to pick one"
+        )
+    if not tables:
+        raise DataError(f"panel {name}: no complete record in {root / name}; run `circuitdev probe --panel {name}`")
+    tables.sort(key=lambda st: st[0]["tokens"])
+    out = pd.concat([t for _, t in tables], ignore_index=True)
+    first = [c for c in (*DEV_KEY_COLUMNS, *SEL_COLUMNS, *DEV_OPTIONAL_COLUMNS) if c in out.columns]
+    out = out[first + [c for c in out.columns if c not in first]]
+    out.attrs["config_hash"] = next(iter(hashes.values()))
+    out.attrs["config"] = tables[0][0]["config"]
+    out.attrs["missing"] = problems
+    return out
+
+
+def _revisions_on_disk(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith("."))

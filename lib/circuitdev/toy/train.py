@@ -1,0 +1,227 @@
+"""Train the toy panel: one tiny model per family, checkpoints on a grid, one panel file per family.
+
+Layout (data/toy/ is git-ignored):
+    data/toy/_corpus/<corpus_hash>/{tokenizer.json, stream.npy}     shared by the three families of one seed
+    data/toy/<panel>/<revision>/{config.json, model.safetensors, tokenizer files}
+    data/toy/<panel>/recipe.json                                     the recipe and its hash (reuse check)
+    data/panels/<panel>.yaml                                         model: ../toy/<panel>
+Re-running with the same recipe reuses every checkpoint; a changed recipe retrains that panel from scratch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+
+from circuitdev.errors import ConfigError
+from circuitdev.toy.recipe import FAMILIES, PANEL_NAMES, ToyRecipe
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("CIRCUITDEV_DATA", REPO_ROOT / "data"))
+
+
+def revision_name(step: int) -> str:
+    return f"step{step}"
+
+
+# --- one table of per-family config builders (no per-family copies of the training logic)
+def _common(r: ToyRecipe) -> dict:
+    from circuitdev.toy.tokenizer import EOS_ID
+
+    return dict(vocab_size=r.vocab_size, hidden_size=r.d_model, num_hidden_layers=r.n_layer,
+                num_attention_heads=r.n_head, max_position_embeddings=max(r.seq_len, r.probe_seq_len, 256),
+                tie_word_embeddings=True, bos_token_id=EOS_ID, eos_token_id=EOS_ID, pad_token_id=EOS_ID)
+
+
+def _gpt_neox(r: ToyRecipe):
+    from transformers import GPTNeoXConfig
+
+    return GPTNeoXConfig(**_common(r), intermediate_size=r.d_ff, use_parallel_residual=True,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
+                         hidden_dropout=0.0, attention_dropout=0.0)
+
+
+def _olmo(r: ToyRecipe):
+    from transformers import OlmoConfig
+
+    return OlmoConfig(**_common(r), intermediate_size=r.d_ff, num_key_value_heads=r.n_head)
+
+
+def _olmoe(r: ToyRecipe):
+    from transformers import OlmoeConfig
+
+    return OlmoeConfig(**_common(r), intermediate_size=r.d_ff_expert, num_key_value_heads=r.n_head,
+                       num_experts=r.n_experts, num_experts_per_tok=r.top_k, output_router_logits=True,
+                       router_aux_loss_coef=r.router_aux_loss_coef)
+
+
+CONFIG_BUILDERS = {"gpt_neox": _gpt_neox, "olmo": _olmo, "olmoe": _olmoe}
+
+
+def build_model(family: str, recipe: ToyRecipe, attn_implementation: str = "sdpa"):
+    from transformers import AutoModelForCausalLM
+
+    if family not in CONFIG_BUILDERS:
+        raise ConfigError(f"unknown toy family {family!r}; known: {', '.join(FAMILIES)}")
+    return AutoModelForCausalLM.from_config(CONFIG_BUILDERS[family](recipe), attn_implementation=attn_implementation)
+
+
+# --- corpus + tokenizer (built once per seed, shared by the families)
+def prepare_corpus(recipe: ToyRecipe, data_dir: Path | None = None) -> Path:
+    from circuitdev.toy.corpus import generate_corpus, pack
+    from circuitdev.toy.tokenizer import EOS_ID, train_tokenizer
+
+    folder = (data_dir or default_data_dir()) / "toy" / "_corpus" / recipe.corpus_hash()
+    if (folder / "stream.npy").exists() and (folder / "tokenizer.json").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    docs = generate_corpus(recipe.seed, recipe.corpus_words, recipe.lexicon_size)
+    tok = train_tokenizer(docs, recipe.vocab_size)
+    stream = pack(tok, docs, EOS_ID)
+    tmp = folder / f"stream.{os.getpid()}.npy"
+    np.save(tmp, stream)
+    tok.save(str(folder / "tokenizer.json"))
+    os.replace(tmp, folder / "stream.npy")
+    return folder
+
+
+def lr_at(step: int, r: ToyRecipe) -> float:
+    """Linear warmup, then cosine from lr to lr * min_lr_frac."""
+    if step < r.warmup:
+        return r.lr * (step + 1) / r.warmup
+    t = (step - r.warmup) / max(1, r.steps - r.warmup)
+    return r.lr * (r.min_lr_frac + (1 - r.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def _complete(folder: Path) -> bool:
+    return (folder / "config.json").exists() and (folder / "model.safetensors").exists()
+
+
+def _panel_ready(panel_dir: Path, recipe: ToyRecipe) -> bool:
+    meta = panel_dir / "recipe.json"
+    if not meta.exists() or json.loads(meta.read_text()).get("hash") != recipe.recipe_hash():
+        return False
+    return all(_complete(panel_dir / revision_name(s)) for s in recipe.grid())
+
+
+def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | None = None, *,
+                 progress: bool = True, position: int = 0, force: bool = False, threads: int = 1) -> dict:
+    """Train one family (or reuse its checkpoints) and write its panel file. Returns a summary dict."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from circuitdev.toy.corpus import WindowSampler
+    from circuitdev.toy.tokenizer import load_tokenizer, to_hf
+
+    recipe = recipe or ToyRecipe()
+    data_dir = Path(data_dir or default_data_dir())
+    panel = PANEL_NAMES[family]
+    panel_dir = data_dir / "toy" / panel
+    grid = recipe.grid()
+    if not force and _panel_ready(panel_dir, recipe):
+        write_panel_file(family, recipe, data_dir)
+        return {"panel": panel, "reused": True, "seconds": 0.0}
+    corpus = prepare_corpus(recipe, data_dir)
+    stream = np.load(corpus / "stream.npy")
+    hf_tok = to_hf(load_tokenizer(corpus / "tokenizer.json"))
+    panel_dir.mkdir(parents=True, exist_ok=True)
+    (panel_dir / "recipe.json").unlink(missing_ok=True)
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(recipe.seed)
+    model = build_model(family, recipe)
+    model.train()
+    sampler = WindowSampler(stream, recipe.mixture, recipe.seq_len, recipe.probe_vocab_range, recipe.seed)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=recipe.lr, betas=recipe.betas)
+
+    def save(step: int) -> None:
+        out = panel_dir / revision_name(step)
+        model.save_pretrained(out)
+        hf_tok.save_pretrained(out)
+
+    t0, losses = time.time(), []
+    bar = tqdm(total=recipe.steps, desc=panel, position=position, disable=not progress, leave=True,
+               dynamic_ncols=True)
+    if 0 in grid:
+        save(0)
+    for step in range(1, recipe.steps + 1):
+        x = torch.from_numpy(sampler.batch(recipe.batch_size))  # (B, T)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step - 1, recipe)
+        out = model(input_ids=x, labels=x)
+        opt.zero_grad(set_to_none=True)
+        out.loss.backward()
+        if recipe.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip)
+        opt.step()
+        losses.append(float(out.loss.detach()))
+        if step % 25 == 0:
+            bar.set_postfix(loss=f"{np.mean(losses[-25:]):.3f}")
+        bar.update(1)
+        if step in grid:
+            save(step)
+    bar.close()
+    seconds = time.time() - t0
+    (panel_dir / "recipe.json").write_text(json.dumps(
+        {"hash": recipe.recipe_hash(), "recipe": recipe.to_dict(), "family": family, "seconds": round(seconds, 1),
+         "final_loss": float(np.mean(losses[-50:])), "grid": list(grid)}, indent=1))
+    write_panel_file(family, recipe, data_dir)
+    return {"panel": panel, "reused": False, "seconds": seconds, "final_loss": float(np.mean(losses[-50:]))}
+
+
+def write_panel_file(family: str, recipe: ToyRecipe, data_dir: Path | None = None) -> Path:
+    """data/panels/<panel>.yaml: the panels contract (name, model, family, dtype, revisions, probe defaults)."""
+    import yaml
+
+    data_dir = Path(data_dir or default_data_dir())
+    panel = PANEL_NAMES[family]
+    doc = {
+        "name": panel,
+        "model": f"../toy/{panel}",
+        "family": family,
+        "dtype": recipe.dtype,
+        "description": f"Toy {family} model trained on CPU by `circuitdev toy train` (recipe {recipe.recipe_hash()}, "
+                       "see book/toy_recipe.md).",
+        "revisions": [{"name": revision_name(s), "tokens": int(s * recipe.tokens_per_step)} for s in recipe.grid()],
+        "probe": recipe.probe_defaults(),
+    }
+    path = data_dir / "panels" / f"{panel}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
+    return path
+
+
+def _worker(args) -> dict:
+    family, recipe_dict, data_dir, progress, position, force = args
+    return train_family(family, ToyRecipe.from_dict(recipe_dict), Path(data_dir), progress=progress,
+                        position=position, force=force)
+
+
+def train_all(recipe: ToyRecipe | None = None, families: tuple[str, ...] = FAMILIES, data_dir: Path | None = None,
+              *, jobs: int | None = None, progress: bool = True, force: bool = False) -> list[dict]:
+    """Train the families in parallel processes (one thread each). jobs=None: min(families, CPUs)."""
+    recipe = recipe or ToyRecipe()
+    data_dir = Path(data_dir or default_data_dir())
+    for f in families:
+        if f not in CONFIG_BUILDERS:
+            raise ConfigError(f"unknown toy family {f!r}; known: {', '.join(FAMILIES)}")
+    prepare_corpus(recipe, data_dir)  # once, before the workers
+    jobs = jobs or min(len(families), os.cpu_count() or 1)
+    tasks = [(f, recipe.to_dict(), str(data_dir), progress, i, force) for i, f in enumerate(families)]
+    if jobs <= 1:
+        return [_worker(t) for t in tasks]
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as ex:
+        return list(ex.map(_worker, tasks))

@@ -1,0 +1,64 @@
+"""Golden-value integration test: the probe on a tiny model against an independent numpy computation."""
+
+import numpy as np
+import pytest
+import torch
+
+from circuitdev.batch import induction_batch
+from circuitdev.config import ProbeConfig
+from circuitdev.errors import ConfigError
+from circuitdev.probe import null_pr, probe_model
+from circuitdev.screen import baseline_positions
+from tiny_models import FAMILIES, tiny_model
+
+CFG = ProbeConfig(n=24, n_pr=12, seq_len=32, vocab_range=(3, 120), n_prefix=8, n_nulls=3, batch_size=12)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_probe_matches_numpy_reference(family):
+    model = tiny_model(family)
+    table = probe_model(model, CFG, progress=False)
+    assert len(table) == 8 and table[["layer", "head"]].drop_duplicates().shape[0] == 8
+    b = induction_batch(24, 32, 42, (3, 120))
+    with torch.no_grad():
+        att = model(torch.as_tensor(b.tokens), output_attentions=True).attentions
+    a = np.stack([x[:, :, -1, :].numpy() for x in att], 1).astype(np.float64)  # (N, L, H, T)
+    base = a[..., baseline_positions(32)].mean(axis=(0, 3))
+    ind = a[np.arange(24), :, :, b.first_a + 1].mean(0)
+    prev = a[..., 30].mean(0)
+    first = a[..., 0].mean(0)
+    np.testing.assert_allclose(table["sel_induction"], (ind / base).ravel(), rtol=1e-4)
+    np.testing.assert_allclose(table["sel_previous_token"], (prev / base).ravel(), rtol=1e-4)
+    np.testing.assert_allclose(table["sel_first_token"], (first / base).ravel(), rtol=1e-4)
+    np.testing.assert_allclose(table["mass_first_token"], first.ravel(), rtol=1e-4)
+    assert table["pr"].between(1, 8).all()
+    for col in ("best_class", "classification", "sel_first_token_allq", "mass_first_token_allq", "prefix_matching",
+                "in_induction_circuit", "in_prev_token_circuit", "is_bos", "null_induction_p99"):
+        assert col in table
+    assert table.attrs["null"]["n_nulls"] == 3 and table.attrs["timings"]["total_s"] > 0
+
+
+def test_probe_is_deterministic():
+    model = tiny_model("olmoe")
+    a = probe_model(model, CFG, progress=False)
+    b = probe_model(model, CFG, progress=False)
+    assert a.equals(b)
+
+
+def test_probe_vocab_range_error():
+    with pytest.raises(ConfigError, match="vocab_range"):
+        probe_model(tiny_model("olmo"), CFG.replace(vocab_range=(100, 10000)), progress=False)
+
+
+def test_null_pr_shape():
+    prs = null_pr(tiny_model("olmo"), CFG, n=10)
+    assert prs.shape == (2, 4) and (prs >= 1).all()
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError, match="positive"):
+        ProbeConfig(class_threshold=0)
+    with pytest.raises(ConfigError, match="unknown probe parameter"):
+        ProbeConfig().replace(thresold=3)
+    assert ProbeConfig().config_hash() == ProbeConfig(batch_size=64).config_hash()
+    assert ProbeConfig().config_hash() != ProbeConfig(bos_threshold=50).config_hash()

@@ -18,13 +18,17 @@ The hub is switched off for every test (`HF_HUB_OFFLINE=1`, an empty HF_HOME) so
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 # Before anything imports huggingface_hub (it reads these at import time).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="circuitdev-test-hf-"))
+if "HF_HOME" not in os.environ:
+    os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="circuitdev-test-hf-")
+    atexit.register(shutil.rmtree, os.environ["HF_HOME"], True)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402

@@ -6,16 +6,8 @@ import torch
 from circuitdev.batch import induction_batch
 from circuitdev.errors import NumericalError
 from circuitdev.schema import HEAD_CLASSES, sel_column
-from circuitdev.screen import (
-    baseline_positions,
-    circuit_memberships,
-    classify,
-    heads_of,
-    is_class,
-    null_selectivity,
-    selectivities,
-    sink_rate,
-)
+from circuitdev.classify import circuit_memberships, classify, heads_of, is_class, sink_rate
+from circuitdev.screen import baseline_positions, null_selectivity, selectivities
 
 PAPER_BASELINE = [10, 22, 26, 30, 32, 33, 37, 40, 48, 59, 68, 71, 73, 78, 80, 82, 83, 88, 89, 100, 104, 116, 118, 128,
                   141, 143, 148, 149, 152, 164, 166, 168, 173, 175, 176, 178, 186, 193, 194, 196, 198, 203, 204, 209,
@@ -100,7 +92,7 @@ def test_counting_rules_and_circuits():
     t = table_of([[181.6, 1, 1, 85.2, 1, 1], [1, 150, 1, 1, 1, 200], [1, 120, 1, 1, 1, 1], [49.9, 1, 1, 1, 1, 1]])
     t = t.join(classify(t))
     assert is_class(t, "first-token", 30).tolist() == [True, False, False, False]
-    assert is_class(t, "first-token", 30, rule="best_class").tolist() == [False] * 4
+    assert is_class(t, "first-token", 30, rule="best-class").tolist() == [False] * 4
     m = circuit_memberships(t)
     assert m["in_induction_circuit"].tolist() == [True, False, False, False]
     assert m["in_prev_token_circuit"].tolist() == [False, False, True, False]  # head 1: best class is local

@@ -18,7 +18,7 @@ _PUBLIC = {
     "ProbeConfig": "circuitdev.config",
     "capture": "circuitdev.capture",
     "selectivities": "circuitdev.screen",
-    "classify": "circuitdev.screen",
+    "classify": "circuitdev.classify",
     "probe_model": "circuitdev.probe",
     "evaluate": "circuitdev.ablation",
     "ablation_suite": "circuitdev.ablation",

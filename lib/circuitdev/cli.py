@@ -1,13 +1,15 @@
 """`circuitdev`: one console script; each subcommand lives in `circuitdev.commands.<name>` and is thin over the library.
 
 A command module defines `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
-Exit codes: 0 success, 2 a user error (bad input, missing data, offline), 1 an unexpected failure.
+Exit codes: 0 success, 2 a user error (bad input, missing data, offline), 1 an unexpected failure, 130 interrupted.
+No traceback is printed unless CIRCUITDEV_DEBUG=1.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -43,6 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"circuitdev {args.command}: interrupted; completed records are kept, re-run to resume", file=sys.stderr)
         return 130
+    except Exception as err:  # noqa: BLE001 - the contract: a message, never a traceback, unless asked for
+        if os.environ.get("CIRCUITDEV_DEBUG"):
+            raise
+        print(
+            f"circuitdev {args.command}: unexpected error: {type(err).__name__}: {err}\n"
+            "(set CIRCUITDEV_DEBUG=1 to see the traceback; please report it)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

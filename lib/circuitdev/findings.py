@@ -7,15 +7,17 @@ published files (`circuitdev.published`), our probe store, or the toy panel. Out
 
 Defaults reproduce the paper exactly (method spec §2, §6):
 - counting rule "per-class": a head counts for class c at threshold tau iff sel_c >= tau, WHATEVER its best class.
-  This is what every developmental table and figure of the paper uses (Pythia step143000 layer 4 = 8/8 only because
-  L4_H4, best class induction, has first-token 85.2). Use "best-class" (sel_c >= tau AND c is the head's argmax
-  class) to ask how many heads are *primarily* of class c; it gives the README's lower final-checkpoint numbers.
+  This is what every developmental table and figure of the paper uses (spec §2: a head whose best class is
+  induction still counts as BOS-class when its first-token selectivity passes 30x). Use "best-class" (sel_c >= tau
+  AND c is the head's argmax class) to ask how many heads are *primarily* of class c, as the repository README does.
 - thresholds: 30x for BOS (first-token) counts, previous-token / self milestone counts; 50x for the induction
   circuit and induction milestones; 100x for previous-token formation in F5.
 """
 
 from __future__ import annotations
 
+import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping, Sequence
 
@@ -23,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.errors import ConfigError, DataError
-from circuitdev.schema import HEAD_CLASSES, UNCLASSIFIED, HeadClass, check_head_class, sel_column
+from circuitdev.schema import HEAD_CLASSES, HeadClass, check_head_class, sel_column
+from circuitdev.classify import CountingRule, classify, is_class
 
-CountingRule = Literal["per-class", "best-class"]
 ElevationRule = Literal["fraction-of-peak", "ratio-to-start", "above-level"]
 
 BOS: HeadClass = "first-token"
@@ -38,75 +40,128 @@ _EPS = 1e-9  # slack for ">=" on fractions such as 2/3
 # ------------------------------------------------------------------------------------------------------ table basics
 
 
-def _require(dev: pd.DataFrame, columns: Iterable[str], what: str) -> None:
+def _require(dev: pd.DataFrame, columns: Iterable[str], what: str, *, allow_empty: bool = False) -> None:
     missing = [c for c in columns if c not in dev.columns]
     if missing:
         raise DataError(f"{what} needs developmental-table column(s) {missing}; the table has {list(dev.columns)}")
-    if dev.empty:
+    if dev.empty and not allow_empty:
         raise DataError(f"{what}: the developmental table is empty")
 
 
 def with_best_class(dev: pd.DataFrame, *, class_threshold: float = 30.0) -> pd.DataFrame:
-    """Add best_class, best_selectivity and classification (paper rule, spec §2).
-
-    best_class = argmax over the six selectivities in schema order; an exact tie goes to the class listed first
-    (the authors' stable descending sort; np.argmax returns the first maximum). classification = best_class if
-    best_selectivity >= class_threshold, else "unclassified"."""
+    """Add best_class, best_selectivity, second_class, second_selectivity and classification (paper rule, spec §2;
+    see `circuitdev.screen.classify`: stable descending sort, exact ties go to the class listed first)."""
     _require(dev, [sel_column(c) for c in HEAD_CLASSES], "with_best_class")
-    sels = dev[[sel_column(c) for c in HEAD_CLASSES]].to_numpy(dtype=float)
-    best = sels.argmax(axis=1)
-    out = dev.copy()
-    out["best_class"] = np.asarray(HEAD_CLASSES, dtype=object)[best]
-    out["best_selectivity"] = sels[np.arange(len(sels)), best]
-    out["classification"] = np.where(out["best_selectivity"] >= class_threshold, out["best_class"], UNCLASSIFIED)
-    return out
+    labels = classify(dev, threshold=class_threshold)
+    return dev.drop(columns=[c for c in labels.columns if c in dev.columns]).join(labels)
+
+
+@dataclass(frozen=True)
+class _Index:
+    """revisions(dev) as arrays (token order), and for every row of dev the position of its revision.
+
+    Everything that counts heads per revision is a bincount over `codes` (no groupby per call)."""
+
+    cols: dict[str, np.ndarray]  # panel, revision, revision_index, [step], tokens_b, token_fraction, n_heads
+    codes: np.ndarray  # per dev row: position of its revision in `cols`
+    starts: np.ndarray  # position in `cols` where each panel begins
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        return np.bincount(self.codes, weights=mask, minlength=len(self.cols["revision"])).astype(int)
+
+    def frame(self, **extra) -> pd.DataFrame:
+        return pd.DataFrame({**self.cols, **extra})
+
+    def panels(self):
+        """(panel, positions of its revisions in `cols`), in panel order."""
+        ends = np.r_[self.starts[1:], len(self.cols["revision"])]
+        for a, b in zip(self.starts, ends):
+            yield self.cols["panel"][a], np.arange(a, b)
+
+    def reference(self, revision: str | None) -> np.ndarray:
+        """Positions of the reference revision: each panel's final one, or the named one."""
+        if revision is None:
+            return np.r_[self.starts[1:], len(self.cols["revision"])] - 1
+        ref = np.flatnonzero(self.cols["revision"] == revision)
+        if len(ref) == 0:
+            raise ConfigError(f"reference revision {revision!r} is not in the table")
+        return ref
+
+
+_INDEX_CACHE: dict[int, tuple[weakref.ref, _Index]] | None = None
+
+
+@contextmanager
+def reuse_indexes():
+    """Inside this block each DataFrame's revision index is built once and reused (callers that evaluate many
+    findings on the same, unchanged frames, e.g. the audit's threshold sweeps). Do not mutate frames inside it."""
+    global _INDEX_CACHE
+    outer, _INDEX_CACHE = _INDEX_CACHE, ({} if _INDEX_CACHE is None else _INDEX_CACHE)
+    try:
+        yield
+    finally:
+        _INDEX_CACHE = outer
+
+
+def _index(dev: pd.DataFrame) -> _Index:
+    if _INDEX_CACHE is not None:
+        hit = _INDEX_CACHE.get(id(dev))
+        if hit is not None and hit[0]() is dev:
+            return hit[1]
+        ix = _build_index(dev)
+        _INDEX_CACHE[id(dev)] = (weakref.ref(dev), ix)
+        return ix
+    return _build_index(dev)
+
+
+def _build_index(dev: pd.DataFrame) -> _Index:
+    _require(dev, ["panel", "revision", "tokens_b", "layer", "head"], "revisions")
+    panel_codes, _ = pd.factorize(dev["panel"])  # order of first appearance
+    revision_codes, _ = pd.factorize(dev["revision"])
+    codes, _ = pd.factorize(panel_codes.astype(np.int64) * (len(dev) + 1) + revision_codes)
+    first = np.unique(codes, return_index=True)[1]
+    has_step = "step" in dev.columns
+    tokens = dev["tokens_b"].to_numpy(dtype=float)[first]
+    steps = dev["step"].to_numpy(dtype=float)[first] if has_step else np.zeros(len(first))
+    order = np.lexsort((steps, tokens, panel_codes[first]))  # panel, then tokens, then step
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    p = panel_codes[first][order]
+    starts = np.r_[0, np.flatnonzero(np.diff(p)) + 1]
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(p)]))
+    cols = {"panel": dev["panel"].to_numpy()[first][order], "revision": dev["revision"].to_numpy()[first][order],
+            "revision_index": np.arange(len(p)) - starts[group]}
+    if has_step:
+        cols["step"] = dev["step"].to_numpy()[first][order]
+    cols["tokens_b"] = tokens[order]
+    cols["token_fraction"] = tokens[order] / np.maximum.reduceat(tokens[order], starts)[group]
+    cols["n_heads"] = np.bincount(rank[codes], minlength=len(order))
+    return _Index(cols, rank[codes], starts)
 
 
 def revisions(dev: pd.DataFrame) -> pd.DataFrame:
-    """One row per (panel, revision) in token order: panel, revision, revision_index, tokens_b, token_fraction,
-    n_heads. Panels keep their order of first appearance."""
-    _require(dev, ["panel", "revision", "tokens_b", "layer", "head"], "revisions")
-    keys = ["panel", "revision"]
-    revs = dev.groupby(keys, sort=False).agg(tokens_b=("tokens_b", "first"), n_heads=("head", "size")).reset_index()
-    if "step" in dev.columns:
-        revs = revs.merge(dev.groupby(keys, sort=False)["step"].first().reset_index(), on=keys)
-    sort = ["_p", "tokens_b"] + (["step"] if "step" in revs.columns else [])
-    revs = revs.assign(_p=revs["panel"].map(_panel_order(dev))).sort_values(sort, kind="stable").drop(columns="_p")
-    revs["revision_index"] = revs.groupby("panel", sort=False).cumcount()
-    revs["token_fraction"] = revs["tokens_b"] / revs.groupby("panel", sort=False)["tokens_b"].transform("max")
-    columns = ["panel", "revision", "revision_index", "step", "tokens_b", "token_fraction", "n_heads"]
-    return revs[[c for c in columns if c in revs.columns]].reset_index(drop=True)
+    """One row per (panel, revision) in token order: panel, revision, revision_index, [step], tokens_b,
+    token_fraction, n_heads. Panels keep their order of first appearance."""
+    return _index(dev).frame()
 
 
-def head_mask(dev: pd.DataFrame, head_class: str, *, threshold: float, rule: CountingRule = "per-class") -> pd.Series:
-    """True where a head counts for `head_class` at `threshold` under the counting rule (see module docstring)."""
-    check_head_class(head_class)
-    if threshold <= 0:
-        raise ConfigError(f"threshold must be a positive selectivity ratio, got {threshold!r}")
-    _require(dev, [sel_column(head_class)], "head_mask")
-    mask = dev[sel_column(head_class)] >= threshold
-    if rule == "best-class":
-        best = dev["best_class"] if "best_class" in dev.columns else with_best_class(dev)["best_class"]
-        mask &= best == head_class
-    elif rule != "per-class":
-        raise ConfigError(f"counting rule must be 'per-class' (the paper's) or 'best-class', got {rule!r}")
-    return mask
+def head_mask(dev: pd.DataFrame, head_class: str, *, threshold: float, rule: CountingRule = "per-class") -> np.ndarray:
+    """True where a head counts for `head_class` at `threshold` under the counting rule (`circuitdev.screen.is_class`)."""
+    _require(dev, [sel_column(check_head_class(head_class))], "head_mask", allow_empty=True)
+    return is_class(dev, head_class, threshold, rule=rule).to_numpy(dtype=bool)
 
 
 def head_counts(dev: pd.DataFrame, head_class: str, *, threshold: float,
                 rule: CountingRule = "per-class") -> pd.DataFrame:
     """n_c(tau) per revision: revisions(dev) columns plus `n` and `fraction` = n / n_heads."""
-    counted = dev.assign(_hit=head_mask(dev, head_class, threshold=threshold, rule=rule))
-    n = counted.groupby(["panel", "revision"], sort=False)["_hit"].sum().rename("n").reset_index()
-    out = revisions(dev).merge(n, on=["panel", "revision"])
-    out["n"] = out["n"].astype(int)
-    out["fraction"] = out["n"] / out["n_heads"]
-    return out
+    ix = _index(dev)
+    n = ix.count(head_mask(dev, head_class, threshold=threshold, rule=rule))
+    return ix.frame(n=n, fraction=n / ix.cols["n_heads"])
 
 
 def _panel_order(dev: pd.DataFrame) -> dict[str, int]:
     """Panels keep their order of first appearance in the table."""
-    return {p: i for i, p in enumerate(dict.fromkeys(dev["panel"]))}
+    return {p: i for i, p in enumerate(pd.unique(dev["panel"]))}
 
 
 def head_name(layer: int, head: int) -> str:
@@ -121,12 +176,18 @@ def layer_counts(dev: pd.DataFrame, *, head_class: str = BOS, threshold: float =
     """F1: heads of `head_class` per layer at every revision (the paper's tables 2-3 use first-token >= 30x).
 
     Columns: panel, revision, revision_index, tokens_b, layer, n (every layer listed, zeros included)."""
-    counted = dev.assign(_hit=head_mask(dev, head_class, threshold=threshold, rule=rule))
-    n = counted.groupby(["panel", "revision", "layer"], sort=False)["_hit"].sum().rename("n").reset_index()
-    revs = revisions(dev)[["panel", "revision", "revision_index", "tokens_b"]]
-    out = revs.assign(_order=np.arange(len(revs))).merge(n, on=["panel", "revision"])
-    out["n"] = out["n"].astype(int)
-    return out.sort_values(["_order", "layer"], kind="stable").drop(columns="_order").reset_index(drop=True)
+    ix = _index(dev)
+    n_revs = len(ix.cols["revision"])
+    layers = dev["layer"].to_numpy(dtype=int)
+    n_layers = int(layers.max()) + 1
+    hits = np.bincount(ix.codes * n_layers + layers, weights=head_mask(dev, head_class, threshold=threshold, rule=rule),
+                       minlength=n_revs * n_layers).astype(int)
+    top_layer = np.full(n_revs, -1)
+    np.maximum.at(top_layer, ix.codes, layers)  # a panel with fewer layers lists only its own
+    keep = np.tile(np.arange(n_layers), n_revs) <= np.repeat(top_layer, n_layers)
+    rows = np.repeat(np.arange(n_revs), n_layers)[keep]
+    return pd.DataFrame({**{c: ix.cols[c][rows] for c in ("panel", "revision", "revision_index", "tokens_b")},
+                         "layer": np.tile(np.arange(n_layers), n_revs)[keep], "n": hits[keep]})
 
 
 def floor_check(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
@@ -135,13 +196,11 @@ def floor_check(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class
 
     One row per (panel, revision): panel, revision, tokens_b, n_floor (heads counted in `layers`), holds.
     The runs that break the floor are `out[~out.holds]`."""
-    counts = layer_counts(dev, head_class=head_class, threshold=threshold, rule=rule)
-    in_floor = counts[counts["layer"].isin(list(layers))]
-    out = in_floor.groupby(["panel", "revision"], sort=False).agg(
-        revision_index=("revision_index", "first"), tokens_b=("tokens_b", "first"), n_floor=("n", "sum")
-    ).reset_index()
-    out["holds"] = out["n_floor"] == 0
-    return out
+    ix = _index(dev)
+    n_floor = ix.count(head_mask(dev, head_class, threshold=threshold, rule=rule)
+                       & np.isin(dev["layer"].to_numpy(), list(layers)))
+    return pd.DataFrame({**{c: ix.cols[c] for c in ("panel", "revision", "revision_index", "tokens_b")},
+                         "n_floor": n_floor, "holds": n_floor == 0})
 
 
 # ------------------------------------------------------------------------------------------------- F2 BOS fraction
@@ -167,10 +226,12 @@ def trajectory_shape(fractions: pd.DataFrame, *, value: str = "bos_fraction", tr
     than it looks)."""
     _require(fractions, ["panel", "revision", "tokens_b", value], "trajectory_shape")
     rows = []
-    for panel, g in fractions.groupby("panel", sort=False):
-        g = g.sort_values("tokens_b", kind="stable")
-        v = g[value].to_numpy(dtype=float) * 100
-        t = g["tokens_b"].to_numpy(dtype=float)
+    panels, labels = fractions["panel"].to_numpy(), fractions["revision"].to_numpy()
+    values, tokens = fractions[value].to_numpy(dtype=float), fractions["tokens_b"].to_numpy(dtype=float)
+    for panel in pd.unique(panels):
+        idx = np.flatnonzero(panels == panel)
+        idx = idx[np.argsort(tokens[idx], kind="stable")]
+        v, t, revision = values[idx] * 100, tokens[idx], labels[idx]
         steps = np.diff(v) if len(v) > 1 else np.array([0.0])
         j = int(np.argmax(steps))
         rise = v[-1] - v[0]
@@ -179,11 +240,11 @@ def trajectory_shape(fractions: pd.DataFrame, *, value: str = "bos_fraction", tr
         rows.append({
             "panel": panel, "n_revisions": len(v), "start_pct": v[0], "final_pct": v[-1], "peak_pct": v.max(),
             "rise_pp": rise, "largest_jump_pp": steps[j] if len(v) > 1 else np.nan, "jump_share": share,
-            "jump_from_revision": g["revision"].iloc[j], "jump_to_revision": g["revision"].iloc[min(j + 1, len(v) - 1)],
+            "jump_from_revision": revision[j], "jump_to_revision": revision[min(j + 1, len(v) - 1)],
             "jump_from_tokens_b": t[j], "jump_to_tokens_b": t[min(j + 1, len(v) - 1)],
             "jump_token_ratio": t[min(j + 1, len(v) - 1)] / t[j] if t[j] > 0 else np.nan,
             "saturation_pct": v[-1],
-            "saturation_revision": g["revision"].iloc[reached[0]] if len(reached) else None,
+            "saturation_revision": revision[reached[0]] if len(reached) else None,
             "saturation_tokens_b": t[reached[0]] if len(reached) else np.nan,
             "shape": ("transition" if share >= transition_share else "ramp") if np.isfinite(share) else "flat",
         })
@@ -233,29 +294,31 @@ def milestones(dev: pd.DataFrame, *, specs: Sequence[Milestone] = PAPER_MILESTON
     sustained=True asks instead for the first revision from which it holds at every later revision (use it when
     counts are noisy, e.g. OLMo's single 10B BOS head). Columns: panel, milestone, revision (None if never),
     revision_index, tokens_b, token_fraction (NaN if never)."""
-    rows = []
+    ix = _index(dev)
+    hits = []
     for spec in specs:
-        counts = head_counts(dev, spec.head_class, threshold=spec.threshold, rule=rule)
-        hit = counts["n"] >= spec.min_heads if spec.min_heads is not None else \
-            counts["fraction"] >= spec.min_fraction - _EPS
-        counts = counts.assign(_hit=hit.to_numpy())
-        for panel, g in counts.groupby("panel", sort=False):
-            ok = g["_hit"].to_numpy()
+        n = ix.count(head_mask(dev, spec.head_class, threshold=spec.threshold, rule=rule))
+        hits.append(n >= spec.min_heads if spec.min_heads is not None else
+                    n / ix.cols["n_heads"] >= spec.min_fraction - _EPS)
+    rows = []
+    for panel, idx in ix.panels():
+        for spec, hit in zip(specs, hits):
+            ok = hit[idx]
             if sustained:
                 ok = np.logical_and.accumulate(ok[::-1])[::-1]
-            first = g[ok].head(1)
+            i = idx[ok][0] if ok.any() else None
             rows.append({"panel": panel, "milestone": spec.name,
-                         "revision": first["revision"].iloc[0] if len(first) else None,
-                         "revision_index": int(first["revision_index"].iloc[0]) if len(first) else None,
-                         "tokens_b": float(first["tokens_b"].iloc[0]) if len(first) else np.nan,
-                         "token_fraction": float(first["token_fraction"].iloc[0]) if len(first) else np.nan})
-    out = pd.DataFrame(rows)
-    return out.sort_values("panel", key=lambda s: s.map(_panel_order(dev)), kind="stable").reset_index(drop=True)
+                         "revision": ix.cols["revision"][i] if i is not None else None,
+                         "revision_index": int(ix.cols["revision_index"][i]) if i is not None else None,
+                         "tokens_b": float(ix.cols["tokens_b"][i]) if i is not None else np.nan,
+                         "token_fraction": float(ix.cols["token_fraction"][i]) if i is not None else np.nan})
+    return pd.DataFrame(rows, columns=["panel", "milestone", "revision", "revision_index", "tokens_b",
+                                       "token_fraction"])
 
 
 def milestone_gap(table: pd.DataFrame, *, start: str = "induction_3_heads", end: str = "bos_50pct") -> pd.DataFrame:
-    """F3 gap between two milestones as a token ratio end/start (paper: induction -> BOS-50%, e.g. OLMo 23 -> 264B
-    = 11.5x) and in checkpoints. NaN where either milestone is never reached."""
+    """F3 gap between two milestones as a token ratio end/start (the paper's: induction >= 3 heads -> BOS-50%) and
+    in checkpoints. NaN where either milestone is never reached."""
     rows = []
     for panel, g in table.groupby("panel", sort=False):
         a, b = (g[g["milestone"] == m] for m in (start, end))
@@ -266,7 +329,7 @@ def milestone_gap(table: pd.DataFrame, *, start: str = "induction_3_heads", end:
                      "end_revision": b["revision"].iloc[0], "start_tokens_b": ta, "end_tokens_b": tb,
                      "token_ratio": tb / ta if ta > 0 else np.nan,
                      "checkpoints": (b["revision_index"].iloc[0] - a["revision_index"].iloc[0])
-                     if a["revision"].iloc[0] is not None and b["revision"].iloc[0] is not None else np.nan})
+                     if pd.notna(a["revision"].iloc[0]) and pd.notna(b["revision"].iloc[0]) else np.nan})
     return pd.DataFrame(rows)
 
 
@@ -278,15 +341,12 @@ def final_circuit(dev: pd.DataFrame, *, head_class: str = "induction", threshold
     """The circuit screen at one revision (default: each panel's final one): heads with sel_c >= threshold
     (the paper's all-head induction screen, no best-class requirement). Columns: panel, layer, head, name,
     selectivity."""
-    revs = revisions(dev)
-    ref = revs.groupby("panel", sort=False).tail(1) if revision is None else revs[revs["revision"] == revision]
-    if ref.empty:
-        raise ConfigError(f"final_circuit: revision {revision!r} is not in the table")
-    at = dev.merge(ref[["panel", "revision"]], on=["panel", "revision"])
-    at = at[head_mask(at, head_class, threshold=threshold, rule=rule)]
-    out = at[["panel", "layer", "head"]].assign(
-        name=[head_name(l, h) for l, h in zip(at["layer"], at["head"])], selectivity=at[sel_column(head_class)]
-    )
+    ix = _index(dev)
+    at = dev[np.isin(ix.codes, ix.reference(revision)) & head_mask(dev, head_class, threshold=threshold, rule=rule)]
+    out = pd.DataFrame({"panel": at["panel"].to_numpy(), "layer": at["layer"].to_numpy(),
+                        "head": at["head"].to_numpy(),
+                        "name": [head_name(l, h) for l, h in zip(at["layer"], at["head"])],
+                        "selectivity": at[sel_column(head_class)].to_numpy()})
     return out.assign(_p=out["panel"].map(_panel_order(dev))).sort_values(["_p", "layer", "head"], kind="stable") \
         .drop(columns="_p").reset_index(drop=True)
 
@@ -294,17 +354,26 @@ def final_circuit(dev: pd.DataFrame, *, head_class: str = "induction", threshold
 def circuit_recall(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float = 50.0,
                    reference_revision: str | None = None, rule: CountingRule = "per-class") -> pd.DataFrame:
     """F4: recall(r) = |{h in S_ref : sel_c(h, r) >= threshold}| / |S_ref|, S_ref = the screen at the final
-    revision (or `reference_revision`). Columns: revisions(dev) + n_circuit, n_found, recall, found (names)."""
-    circuit = final_circuit(dev, head_class=head_class, threshold=threshold, revision=reference_revision, rule=rule)
-    members = dev.merge(circuit[["panel", "layer", "head", "name"]], on=["panel", "layer", "head"])
-    members = members.assign(_hit=head_mask(members, head_class, threshold=threshold, rule=rule).to_numpy())
-    found = members[members["_hit"]].groupby(["panel", "revision"], sort=False)["name"].agg(" ".join)
-    out = revisions(dev)
-    out["n_circuit"] = out["panel"].map(circuit.groupby("panel").size()).fillna(0).astype(int)
-    out["found"] = [found.get((p, r), "") for p, r in zip(out["panel"], out["revision"])]
-    out["n_found"] = [len(f.split()) for f in out["found"]]
-    out["recall"] = np.where(out["n_circuit"] > 0, out["n_found"] / out["n_circuit"].clip(lower=1), np.nan)
-    return out
+    revision (or `reference_revision`). Columns: revisions(dev) + n_circuit, n_found, recall, found (names);
+    recall is NaN for a panel whose reference circuit is empty."""
+    ix = _index(dev)
+    mask = head_mask(dev, head_class, threshold=threshold, rule=rule)
+    layer, head = dev["layer"].to_numpy(dtype=np.int64), dev["head"].to_numpy(dtype=np.int64)
+    panel_of_row = np.searchsorted(ix.starts, ix.codes, side="right") - 1
+    keys = panel_of_row * 10**8 + layer * 10**4 + head
+    in_circuit = np.isin(ix.codes, ix.reference(reference_revision)) & mask  # S_ref rows
+    hit = np.isin(keys, keys[in_circuit]) & mask
+    found: dict[int, list[tuple[int, int]]] = {}
+    for i in np.flatnonzero(hit):  # few rows: the circuit heads, at the revisions where they pass
+        found.setdefault(ix.codes[i], []).append((int(layer[i]), int(head[i])))
+    n_revs = len(ix.cols["revision"])
+    n_circuit = np.bincount(panel_of_row[in_circuit], minlength=len(ix.starts))[
+        np.searchsorted(ix.starts, np.arange(n_revs), side="right") - 1]
+    n_found = ix.count(hit)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        recall = np.where(n_circuit > 0, n_found / np.maximum(n_circuit, 1), np.nan)
+    return ix.frame(n_circuit=n_circuit, n_found=n_found, recall=recall,
+                    found=[" ".join(head_name(*h) for h in sorted(found.get(i, []))) for i in range(n_revs)])
 
 
 def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3, 2 / 3, 1.0)) -> pd.DataFrame:
@@ -312,14 +381,17 @@ def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3,
     circuit; use exact fractions, as 2/3 = 0.667 < 0.67). Columns: panel, level, level_pct, revision,
     revision_index, tokens_b, token_fraction (None / NaN where never reached)."""
     rows = []
-    for panel, g in recall.groupby("panel", sort=False):
+    panels, value = recall["panel"].to_numpy(), recall["recall"].to_numpy(dtype=float)
+    for panel in pd.unique(panels):
+        idx = np.flatnonzero(panels == panel)
         for level in levels:
-            first = g[g["recall"] >= level - _EPS].head(1)
+            hit = idx[value[idx] >= level - _EPS][:1]
+            first = recall.iloc[hit[0]] if len(hit) else None
             rows.append({"panel": panel, "level": level, "level_pct": round(100 * level),
-                         "revision": first["revision"].iloc[0] if len(first) else None,
-                         "revision_index": int(first["revision_index"].iloc[0]) if len(first) else None,
-                         "tokens_b": float(first["tokens_b"].iloc[0]) if len(first) else np.nan,
-                         "token_fraction": float(first["token_fraction"].iloc[0]) if len(first) else np.nan})
+                         "revision": first["revision"] if first is not None else None,
+                         "revision_index": int(first["revision_index"]) if first is not None else None,
+                         "tokens_b": float(first["tokens_b"]) if first is not None else np.nan,
+                         "token_fraction": float(first["token_fraction"]) if first is not None else np.nan})
     return pd.DataFrame(rows)
 
 
@@ -371,7 +443,8 @@ def head_trajectories(dev: pd.DataFrame, *, head_class: str = "induction", thres
 
 
 def pr_elevated(pr: np.ndarray, *, rule: ElevationRule = "fraction-of-peak", level: float = 0.5) -> np.ndarray:
-    """Where a head's PR counts as "elevated". The paper gives no definition, so it is a parameter:
+    """Where a head's PR counts as "elevated" (along the last axis = revisions in token order). The paper gives no
+    definition, so it is a parameter:
 
     - "fraction-of-peak" (default): PR - 1 >= level * max_t(PR - 1). Scale-free and works whatever PR the first
       checkpoint starts at (OLMoE's panel starts at 20B); level=0.5 = "half-way up its own peak".
@@ -380,15 +453,44 @@ def pr_elevated(pr: np.ndarray, *, rule: ElevationRule = "fraction-of-peak", lev
     - "above-level": PR >= level (absolute). Use with a null-PR calibration (e.g. the null p99 of random tokens).
     NaN PR never counts as elevated."""
     pr = np.asarray(pr, dtype=float)
-    if rule == "fraction-of-peak":
-        signal = np.maximum(pr - 1, 0)
-        peak = np.nanmax(signal) if np.isfinite(signal).any() else np.nan
-        return (signal >= level * peak) & (peak > 0) if np.isfinite(peak) else np.zeros(len(pr), bool)
-    if rule == "ratio-to-start":
-        return pr >= level * pr[0]
-    if rule == "above-level":
-        return pr >= level
+    with np.errstate(invalid="ignore"):
+        if rule == "fraction-of-peak":
+            signal = np.maximum(pr - 1, 0)
+            peak = np.nanmax(np.where(np.isnan(signal), -np.inf, signal), axis=-1, keepdims=True)
+            return (signal >= level * peak) & (peak > 0)
+        if rule == "ratio-to-start":
+            return pr >= level * pr[..., :1]
+        if rule == "above-level":
+            return pr >= level
     raise ConfigError(f"elevation rule must be one of fraction-of-peak, ratio-to-start, above-level; got {rule!r}")
+
+
+def _panel_matrices(dev: pd.DataFrame, columns: Sequence[str]):
+    """Per panel: (panel, its revisions in token order, layer and head of each of its heads, {column: heads x
+    revisions matrix}), NaN where a head has no row. The vectorised form of per-head trajectories."""
+    ix = _index(dev)
+    layer, head = dev["layer"].to_numpy(dtype=np.int64), dev["head"].to_numpy(dtype=np.int64)
+    values = {c: dev[c].to_numpy(dtype=float) for c in columns}
+    for panel, idx in ix.panels():
+        rows = np.flatnonzero((ix.codes >= idx[0]) & (ix.codes <= idx[-1]))  # a panel's revisions are contiguous
+        keys, row_head = np.unique(layer[rows] * 10**4 + head[rows], return_inverse=True)
+        mats = {}
+        for c in columns:
+            m = np.full((len(keys), len(idx)), np.nan)
+            m[row_head, ix.codes[rows] - idx[0]] = values[c][rows]
+            mats[c] = m
+        revs = {c: v[idx] for c, v in ix.cols.items()}
+        yield panel, revs, keys // 10**4, keys % 10**4, mats
+
+
+def _nullable(values: np.ndarray, ok: np.ndarray) -> pd.array:
+    """Integers with <NA> where `ok` is False (a head that never forms / never elevates)."""
+    return pd.array([int(v) if k else None for v, k in zip(values, ok)], dtype="Int64")
+
+
+def _first_true(mask: np.ndarray) -> np.ndarray:
+    """Index of the first True along the last axis, -1 where there is none."""
+    return np.where(mask.any(axis=-1), mask.argmax(axis=-1), -1)
 
 
 def pr_lead(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float | None = None,
@@ -399,25 +501,48 @@ def pr_lead(dev: pd.DataFrame, *, head_class: str = "induction", threshold: floa
     formation = first revision with selectivity >= threshold (class default: induction 50, previous-token 100,
     first-token 30). elevation = first revision where `pr_elevated(rule, level)` holds. lead_checkpoints =
     formation_index - elevation_index (positive: PR leads; 0: together; negative: PR lags); lead_token_ratio =
-    formation tokens / elevation tokens. Heads that never form or never elevate get NaN leads.
-    Columns: panel, layer, head, name, formation_revision, formation_index, formation_tokens_b, elevation_revision,
-    elevation_index, elevation_tokens_b, lead_checkpoints, lead_token_ratio, rule, level."""
-    traj = head_trajectories(dev, head_class=head_class, threshold=threshold, heads=heads)
-    rows = []
-    for (panel, layer, head, name), g in traj.groupby(["panel", "layer", "head", "name"], sort=False):
-        formed = np.flatnonzero(g["formed"].to_numpy())
-        elevated = np.flatnonzero(pr_elevated(g["pr"].to_numpy(), rule=rule, level=level))
-        f = int(formed[0]) if len(formed) else None
-        e = int(elevated[0]) if len(elevated) else None
-        at = lambda i, col: g[col].iloc[i] if i is not None else None  # noqa: E731
-        ft, et = at(f, "tokens_b"), at(e, "tokens_b")
-        rows.append({"panel": panel, "layer": layer, "head": head, "name": name, "head_class": head_class,
-                     "formation_revision": at(f, "revision"), "formation_index": f, "formation_tokens_b": ft,
-                     "elevation_revision": at(e, "revision"), "elevation_index": e, "elevation_tokens_b": et,
-                     "lead_checkpoints": f - e if f is not None and e is not None else np.nan,
-                     "lead_token_ratio": ft / et if f is not None and e is not None and et > 0 else np.nan,
-                     "rule": rule, "level": level})
-    return pd.DataFrame(rows)
+    formation tokens / elevation tokens. Heads that never form or never elevate get NaN leads. Heads default to
+    the final-revision circuit of the class at the threshold.
+    Columns: panel, layer, head, name, head_class, formation_revision, formation_index, formation_tokens_b,
+    elevation_revision, elevation_index, elevation_tokens_b, lead_checkpoints, lead_token_ratio, rule, level."""
+    return _leads(dev, head_class=head_class, threshold=threshold, heads=heads, settings=[(rule, level)])
+
+
+_LEAD_COLUMNS = ["panel", "layer", "head", "name", "head_class", "formation_revision", "formation_index",
+                 "formation_tokens_b", "elevation_revision", "elevation_index", "elevation_tokens_b",
+                 "lead_checkpoints", "lead_token_ratio", "rule", "level"]
+
+
+def _leads(dev: pd.DataFrame, *, head_class: str, threshold: float | None, heads: HeadSpec | None,
+           settings: Sequence[tuple[str, float]]) -> pd.DataFrame:
+    """pr_lead for several (rule, level) settings, building the per-panel matrices once."""
+    threshold = FORMATION_THRESHOLDS.get(head_class, 30.0) if threshold is None else threshold
+    _require(dev, ["pr", sel_column(head_class)], "pr_lead")
+    chosen = _select_heads(dev, heads, head_class, threshold)
+    frames = []
+    for panel, revs, layers, hs, mats in _panel_matrices(dev, [sel_column(head_class), "pr"]):
+        want = chosen[chosen["panel"] == panel]
+        keep = np.isin(layers * 10**4 + hs, want["layer"].to_numpy() * 10**4 + want["head"].to_numpy())
+        if not keep.any():
+            continue
+        tokens, labels = revs["tokens_b"], revs["revision"]
+        pick = lambda arr, i: np.where(i >= 0, arr[np.maximum(i, 0)], None)  # noqa: E731
+        f = _first_true(mats[sel_column(head_class)][keep] >= threshold)
+        ft = np.where(f >= 0, tokens[np.maximum(f, 0)], np.nan)
+        base = {"panel": panel, "layer": layers[keep], "head": hs[keep],
+                "name": [head_name(l, h) for l, h in zip(layers[keep], hs[keep])], "head_class": head_class,
+                "formation_revision": pick(labels, f), "formation_index": _nullable(f, f >= 0),
+                "formation_tokens_b": ft}
+        for rule, level in settings:
+            e = _first_true(pr_elevated(mats["pr"][keep], rule=rule, level=level))
+            et = np.where(e >= 0, tokens[np.maximum(e, 0)], np.nan)
+            both = (f >= 0) & (e >= 0)
+            frames.append(pd.DataFrame({
+                **base, "elevation_revision": pick(labels, e), "elevation_index": _nullable(e, e >= 0),
+                "elevation_tokens_b": et, "lead_checkpoints": _nullable(f - e, both),
+                "lead_token_ratio": np.where(both & (et > 0), ft / np.where(et > 0, et, 1), np.nan),
+                "rule": rule, "level": level}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_LEAD_COLUMNS)
 
 
 DEFAULT_ELEVATION_GRID: dict[str, tuple[float, ...]] = {
@@ -430,27 +555,37 @@ def pr_lead_sensitivity(dev: pd.DataFrame, *, head_class: str = "induction", thr
                         heads: HeadSpec | None = None,
                         grid: Mapping[str, Sequence[float]] = DEFAULT_ELEVATION_GRID) -> pd.DataFrame:
     """F5 sensitivity: `pr_lead` over every (rule, level) of `grid`, stacked (columns of pr_lead)."""
-    return pd.concat([pr_lead(dev, head_class=head_class, threshold=threshold, heads=heads, rule=rule, level=lv)
-                      for rule, levels in grid.items() for lv in levels], ignore_index=True)
+    settings = [(rule, float(lv)) for rule, levels in grid.items() for lv in levels]
+    out = _leads(dev, head_class=head_class, threshold=threshold, heads=heads, settings=settings)
+    order = {s: i for i, s in enumerate(settings)}
+    return out.assign(_s=[order[s] for s in zip(out["rule"], out["level"])]).sort_values(
+        "_s", kind="stable").drop(columns="_s").reset_index(drop=True)
 
 
 def pr_features(dev: pd.DataFrame) -> pd.DataFrame:
     """The authors' static PR features per head (spec §3), over the revisions with a known PR:
     integral = trapezoid(max(PR - 1, 0), ln(max(tokens_b, 1))) (so revisions below 1B tokens add nothing),
-    spread = max - min PR, final_pr, max_pr, min_pr."""
+    spread = max - min PR, final_pr, max_pr, min_pr. Heads without any PR are left out."""
     _require(dev, ["pr"], "pr_features")
-    known = dev.dropna(subset=["pr"]).merge(revisions(dev)[["panel", "revision", "revision_index"]],
-                                            on=["panel", "revision"]).sort_values("revision_index", kind="stable")
-    rows = []
-    for (panel, layer, head), g in known.groupby(["panel", "layer", "head"], sort=False):
-        pr = g["pr"].to_numpy(dtype=float)
-        x = np.log(np.maximum(g["tokens_b"].to_numpy(dtype=float), 1.0))
-        y = np.maximum(pr - 1, 0)
-        integral = float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x))) if len(pr) > 1 else 0.0
-        rows.append({"panel": panel, "layer": layer, "head": head, "name": head_name(layer, head),
-                     "integral": integral, "spread": pr.max() - pr.min(), "final_pr": pr[-1],
-                     "max_pr": pr.max(), "min_pr": pr.min()})
-    return pd.DataFrame(rows)
+    frames = []
+    for panel, revs, layers, hs, mats in _panel_matrices(dev, ["pr"]):
+        known = ~np.isnan(mats["pr"]).all(axis=1)
+        if not known.any():
+            continue
+        pr, layers, hs = mats["pr"][known], layers[known], hs[known]
+        x = np.log(np.maximum(revs["tokens_b"], 1.0))
+        integral, last = np.empty(len(pr)), np.empty(len(pr))
+        for i, row in enumerate(pr):  # per head: skip revisions without a PR
+            ok = ~np.isnan(row)
+            y = np.maximum(row[ok] - 1, 0)
+            integral[i] = float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x[ok])))
+            last[i] = row[ok][-1]
+        frames.append(pd.DataFrame({
+            "panel": panel, "layer": layers, "head": hs, "name": [head_name(l, h) for l, h in zip(layers, hs)],
+            "integral": integral, "spread": np.nanmax(pr, axis=1) - np.nanmin(pr, axis=1), "final_pr": last,
+            "max_pr": np.nanmax(pr, axis=1), "min_pr": np.nanmin(pr, axis=1)}))
+    columns = ["panel", "layer", "head", "name", "integral", "spread", "final_pr", "max_pr", "min_pr"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 # ----------------------------------------------------------------------------------------------- F6 the noise floor
@@ -489,7 +624,7 @@ def noise_floor(nulls: pd.DataFrame | None, *, panels: Sequence[str] = (), stabl
                      "max_stable": max_ratio <= stable_ratio, "k_above_min": int(g["k_above"].min()),
                      "k_above_max": int(g["k_above"].max()), "reason": ""})
     for p in panels:
-        if p not in set(nulls["panel"]):
+        if p not in set(pd.unique(nulls["panel"])):
             rows.append({"panel": p, "status": "no data", "n_revisions": 0,
                          "reason": "no null-selectivity draws for this panel (run the null calibration)"})
     return pd.DataFrame(rows, columns=columns)
@@ -510,11 +645,14 @@ def threshold_sensitivity(dev: pd.DataFrame, *, head_classes: Sequence[str] = (B
     panel's final one). For first-token the fraction is the BOS fraction, for induction `n` is the circuit size; a
     reader sees how much each finding rests on 30x and 50x. Columns: panel, revision, revision_index, tokens_b,
     head_class, threshold, n_heads, n, fraction."""
+    ix = _index(dev)
     frames = []
     for head_class in head_classes:
+        sel = dev[sel_column(check_head_class(head_class))].to_numpy(dtype=float)
+        best = head_mask(dev, head_class, threshold=np.finfo(float).tiny, rule=rule)  # best-class filter only
         for tau in thresholds:
-            c = head_counts(dev, head_class, threshold=float(tau), rule=rule)
-            frames.append(c.assign(head_class=head_class, threshold=float(tau)))
+            n = ix.count((sel >= tau) & best)
+            frames.append(ix.frame(head_class=head_class, threshold=float(tau), n=n, fraction=n / ix.cols["n_heads"]))
     out = pd.concat(frames, ignore_index=True)
     if final_only:
         last = out.groupby("panel", sort=False)["revision_index"].transform("max")
@@ -527,6 +665,7 @@ def shape_sensitivity(dev: pd.DataFrame, *, thresholds: Sequence[float] = SENSIT
                       rule: CountingRule = "per-class", transition_share: float = 0.5) -> pd.DataFrame:
     """Beyond the paper: the F2 shape descriptor (largest jump, its share, ramp/transition) at every BOS threshold,
     to see whether a "transition" survives other thresholds. Columns: threshold + trajectory_shape columns."""
-    return pd.concat([trajectory_shape(bos_fraction(dev, threshold=float(t), rule=rule),
-                                       transition_share=transition_share).assign(threshold=float(t))
-                      for t in thresholds], ignore_index=True)
+    counts = threshold_sensitivity(dev, head_classes=[BOS], thresholds=thresholds, rule=rule)
+    return pd.concat([trajectory_shape(g.rename(columns={"fraction": "bos_fraction"}),
+                                       transition_share=transition_share).assign(threshold=tau)
+                      for tau, g in counts.groupby("threshold", sort=True)], ignore_index=True)

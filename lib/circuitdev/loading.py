@@ -67,7 +67,7 @@ def check_local_checkpoint(folder: Path, panel: Panel, revision: Revision) -> No
     if not Path(panel.model).is_dir():
         raise ModelUnavailableError(
             f"{where}: the panel's model folder {panel.model} does not exist. Create it (for the toy panels: "
-            "`circuitdev toy`), or fix `model:` in the panel file (a path relative to the file)"
+            "`circuitdev toy train`), or fix `model:` in the panel file (a path relative to the file)"
         )
     if not folder.is_dir():
         raise ModelUnavailableError(
@@ -164,7 +164,7 @@ def _unavailable(panel: Panel, rev: Revision, err: Exception) -> ModelUnavailabl
     what = f"{panel.model} (panel {panel.name!r}, revision {rev.name!r})"
     fix = (
         "To make it available: on a machine with internet, run `hf download "
-        f"{panel.model} --revision {rev.name}` (or `huggingface-cli download`) and point HF_HOME / HF_HUB_CACHE at "
+        f"{panel.model} --revision {rev.name} --include '*.json' --include '*.safetensors'` and point HF_HOME / HF_HUB_CACHE at "
         "that populated cache here; or save the checkpoint with `save_pretrained` into a folder and use a "
         "local-folder panel (see `circuitdev panels --help`)"
     )

@@ -17,7 +17,8 @@ from circuitdev.capture import Capture, as_token_tensor, capture, prefix_matchin
 from circuitdev.config import ProbeConfig
 from circuitdev.families import Layout, family_of
 from circuitdev.schema import HEAD_CLASSES, sel_column
-from circuitdev.screen import circuit_memberships, classify, null_selectivity, selectivities
+from circuitdev.classify import circuit_memberships, classify
+from circuitdev.screen import null_selectivity, selectivities
 from circuitdev.spectral import head_prs, participation_ratios
 
 

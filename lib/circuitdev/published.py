@@ -32,6 +32,7 @@ from typing import Callable, Literal
 import pandas as pd
 
 from circuitdev.errors import DataError
+from circuitdev.findings import with_best_class
 from circuitdev.schema import HEAD_CLASSES, sel_column
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -52,8 +53,8 @@ class PublishedPanel:
     tokens_per_step: int
 
 
-# Spec §6 token rules: Pythia 2,097,152 tok/step truncated to 0.001 B; OLMo the branch label "stepN-tokensTB" (3048
-# by label vs 3049.3 by 2^21/step: the label wins, §8.2); OLMoE floor(step * 4,194,304 / 1e9), equal to its label.
+# Spec §6 token rules: Pythia 2,097,152 tok/step truncated to 0.001 B; OLMo the branch label "stepN-tokensTB" (the
+# label wins over 2^21/step, §8.2); OLMoE floor(step * 4,194,304 / 1e9), which equals its label.
 PUBLISHED_PANELS: dict[str, PublishedPanel] = {
     p.name: p
     for p in (
@@ -122,7 +123,8 @@ def _panel(panel: str) -> PublishedPanel:
 # ------------------------------------------------------------------------------------------------------- validation
 
 
-def _fail(path: Path, field: str, problem: str, fix: str = "re-fetch it with `circuitdev published fetch`") -> DataError:
+def _fail(path: Path, field: str, problem: str,
+          fix: str = "re-fetch it with `circuitdev published fetch`") -> DataError:
     return DataError(f"{path}: field {field!r}: {problem}; {fix}")
 
 
@@ -236,8 +238,6 @@ def developmental_table(directory: str | os.PathLike | None = None, **kwargs) ->
 
 
 def _load_panel_revisions(root: Path, info: PublishedPanel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    from circuitdev.findings import with_best_class  # findings is pure and never imports this module
-
     pattern = f"{info.file_prefix}_mechinterp_*.json"
     paths = sorted((root / "per_revision").glob(pattern))
     if not paths:
@@ -285,6 +285,7 @@ def _load_panel_revisions(root: Path, info: PublishedPanel) -> tuple[pd.DataFram
                           "best_class": c.get("best_class"), "classification": c.get("classification")})
     table = pd.DataFrame(rows).sort_values(["step", "layer", "head"], ignore_index=True)
     table = with_best_class(table, class_threshold=float(meta[0]["selectivity_threshold"]))
+    table = table.drop(columns="best_selectivity")  # keep to the schema's columns
     meta = pd.DataFrame(meta).sort_values("step", ignore_index=True)
     feats = pd.DataFrame(feats, columns=["panel", "revision", "layer", "head", "rank", "integral", "spread",
                                          "best_class", "classification"])
@@ -399,6 +400,12 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same folder and os.replace, so readers never see a partial file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -406,6 +413,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -8,18 +8,14 @@ for the variant that does).
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
-import pandas as pd
 import torch
 
 from circuitdev.batch import InductionBatch
 from circuitdev.errors import ConfigError, NumericalError
-from circuitdev.schema import HEAD_CLASSES, UNCLASSIFIED, HeadClass, check_head_class, sel_column
+from circuitdev.schema import HeadClass
 
 BASELINE_FLOOR = 1e-8
-CountingRule = Literal["per_class", "best_class"]
 
 
 def avoid_positions(seq_len: int) -> set[int]:
@@ -117,85 +113,6 @@ def selectivities(
     return {c: (v / denom) for c, v in target_attention(attn_rows, batch).items()}
 
 
-def classify(sel: pd.DataFrame, *, threshold: float = 30.0) -> pd.DataFrame:
-    """Best and second class per row of a table with `sel_*` columns, and the 30x classification.
-
-    The paper sorts the six classes descending with a stable sort, so an exact tie goes to the class listed first
-    in HEAD_CLASSES. Returns best_class, best_selectivity, second_class, second_selectivity, classification.
-    """
-    _check_threshold("threshold", threshold)
-    values = sel[[sel_column(c) for c in HEAD_CLASSES]].to_numpy(dtype=float)  # (rows, 6)
-    order = np.argsort(-values, axis=1, kind="stable")
-    rows = np.arange(len(values))
-    names = np.array(HEAD_CLASSES, dtype=object)
-    best, second = order[:, 0], order[:, 1]
-    best_sel = values[rows, best]
-    return pd.DataFrame(
-        {
-            "best_class": names[best],
-            "best_selectivity": best_sel,
-            "second_class": names[second],
-            "second_selectivity": values[rows, second],
-            "classification": np.where(best_sel >= threshold, names[best], UNCLASSIFIED),
-        },
-        index=sel.index,
-    )
-
-
-def is_class(
-    table: pd.DataFrame, head_class: str, threshold: float, *, rule: CountingRule = "per_class"
-) -> pd.Series:
-    """Whether each head counts as `head_class` at `threshold`.
-
-    rule="per_class" (the paper's developmental tables, default): sel_c >= threshold whatever the head's best
-    class — a head can count for several classes. rule="best_class": additionally best_class == head_class; use
-    it to compare with the paper's final-checkpoint README numbers, which were computed that way.
-    """
-    check_head_class(head_class)
-    _check_threshold("threshold", threshold)
-    hit = table[sel_column(head_class)] >= threshold
-    if rule == "best_class":
-        best = table["best_class"] if "best_class" in table else classify(table)["best_class"]
-        hit &= best == head_class
-    elif rule != "per_class":
-        raise ConfigError(f"unknown counting rule {rule!r}; use 'per_class' or 'best_class'")
-    return hit
-
-
-def circuit_memberships(
-    table: pd.DataFrame,
-    *,
-    induction_threshold: float = 50.0,
-    prev_token_threshold: float = 100.0,
-    bos_threshold: float = 30.0,
-) -> pd.DataFrame:
-    """The paper's circuit screens: induction >= 50x (no best-class condition), previous-token >= 100x AND best class,
-    BOS (first-token) >= 30x per-class rule."""
-    return pd.DataFrame(
-        {
-            "in_induction_circuit": is_class(table, "induction", induction_threshold),
-            "in_prev_token_circuit": is_class(table, "previous-token", prev_token_threshold, rule="best_class"),
-            "is_bos": is_class(table, "first-token", bos_threshold),
-        },
-        index=table.index,
-    )
-
-
-def heads_of(table: pd.DataFrame, mask: pd.Series) -> dict[int, list[int]]:
-    """{layer: [heads]} for the rows where mask holds — the spec format the ablation takes."""
-    spec: dict[int, list[int]] = {}
-    for layer, head in table.loc[mask, ["layer", "head"]].itertuples(index=False):
-        spec.setdefault(int(layer), []).append(int(head))
-    return spec
-
-
-def sink_rate(mass_first: np.ndarray | pd.Series, *, epsilon: float = 0.3) -> float:
-    """Gu et al. (2025): the share of heads whose mean attention on position 0 exceeds epsilon."""
-    if not 0 < epsilon < 1:
-        raise ConfigError(f"epsilon must lie in (0, 1), got {epsilon}")
-    return float((np.asarray(mass_first) > epsilon).mean())
-
-
 def null_selectivity(
     attn_rows: torch.Tensor,
     batch: InductionBatch,
@@ -232,8 +149,3 @@ def null_selectivity(
         at = valid_rows[torch.arange(len(valid_idx)), :, :, torch.as_tensor(picks)].double().mean(0).numpy()
         out[d] = at / denom
     return out
-
-
-def _check_threshold(name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
-        raise ConfigError(f"{name} must be a positive, finite selectivity ratio (e.g. 30.0), got {value!r}")

@@ -1,0 +1,320 @@
+# The circuitdev pipeline: (toy panel) -> probe each (panel, revision) -> per-model notebooks -> per-finding
+# notebooks -> book. Configuration: config/pipeline.yaml (override with --configfile FILE or --config KEY=VALUE).
+#
+# How targets are chosen
+#   all (default)  every record of the probed panels, every notebook, and the book.
+#                  Probed panels = the toy panels (`toy_families`, trained here by `circuitdev toy train`)
+#                  + `real_panels` (opt-in; [] by default: the 30 real revisions need a GPU and ~200 GB of downloads)
+#                  + `panels` (any other panel name or YAML file, e.g. a local-folder panel).
+#                  Notebooks = model-<name> (the `model_notebook`) for each probed panel and, when a published
+#                  dir is set, each of `published_models`; plus the per-finding `notebooks` list. A notebook whose
+#                  source is missing is skipped with a warning while `skip_missing_notebooks` is true.
+#                  The book is built when `book` is true, or `auto` and <book_root>/_toc.yml exists.
+#   records        only the probe records;   notebooks   records + notebooks, no book;   toy   only the toy models.
+#   Any file is a target too: snakemake data/results/pythia-1b/step3000.parquet
+#
+# Rules and what re-runs them (Snakemake's default rerun triggers: mtime, params, input, code)
+#   toy         checkpoint: trains the toy models and writes data/panels/toy-*.yaml; the probe jobs of the toy
+#               panels are known after it ran (the DAG is re-evaluated). Re-runs when `toy_set` changes.
+#   probe_hub   one job per revision of a hub panel (GPU resources, see profiles/slurm); probe_local: the same for
+#               folder and toy panels. Both run `circuitdev probe --revision R --probe-config JSON`; they re-run when
+#               the probe configuration (panel defaults <- `probe` <- `probe_panel`) or the revision's entry in the
+#               panel file changes, or when a folder panel's checkpoint file changes.
+#   notebook    jupytext --to ipynb SOURCE | papermill - <generated_dir>/<name>.ipynb (one-way: the .py source is
+#               never rewritten). Re-runs when its source, its parameters or the records it reads change.
+#   book        jupyter-book build <book_root> -> <book_root>/_build/html. Re-runs when a notebook or page changes.
+# Re-running after a finished build does nothing. Run with: .venv/bin/snakemake --cores 2 --configfile config/pipeline.yaml
+
+import json
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(workflow.basedir) / "lib"))  # the package, even when it is not installed
+
+from circuitdev.panels import find_panel_file, load_panel
+
+
+configfile: os.path.join(workflow.basedir, "config", "pipeline.yaml")
+
+
+PY = sys.executable  # the interpreter running Snakemake: same venv for every job (and on SLURM nodes)
+BIN = str(Path(sys.executable).parent)
+DATA = str(config.get("data_dir", "data"))
+RESULTS = str(config.get("results_dir", "data/results"))
+GEN = str(config.get("generated_dir", "book/_generated"))
+LOGS = str(config.get("logs_dir", "logs"))
+BOOK_ROOT = str(config.get("book_root", "."))
+TOY_PANEL_NAMES = {"gpt_neox": "toy-pythia", "olmo": "toy-olmo", "olmoe": "toy-olmoe"}
+NAME_RE = "[A-Za-z0-9][A-Za-z0-9._-]*"
+
+
+def absolute(path):
+    return None if path in (None, "", "none", "null") else str(Path(path).resolve())
+
+
+def published_dir():
+    value = config.get("published_dir", "auto")
+    if value == "auto":
+        guess = Path(workflow.basedir).parent / "shared" / "published"
+        return str(guess) if guess.is_dir() else None
+    return absolute(value)
+
+
+# --- panels --------------------------------------------------------------------------------------------------------
+TOY_PANELS = [TOY_PANEL_NAMES[f] for f in config.get("toy_families") or []]
+PANEL_FILES = {}  # name -> panel file, for the hub and folder panels known at parse time
+for entry in [*(config.get("real_panels") or []), *(config.get("panels") or [])]:
+    local = Path(DATA) / "panels" / f"{entry}.yaml"  # a name: <data_dir>/panels first, then the package's data
+    p = Path(entry).resolve() if Path(str(entry)).is_file() else local.resolve() if local.is_file() else find_panel_file(entry)
+    name = load_panel(p, resolve_hub=False).name
+    if name in PANEL_FILES or name in TOY_PANELS:
+        raise ValueError(f"panel {name!r} is listed twice in real_panels / panels / toy_families")
+    PANEL_FILES[name] = str(p)
+HUB_PANELS = [n for n, f in PANEL_FILES.items() if not load_panel(f, resolve_hub=False).is_local]
+ALL_PANELS = [*TOY_PANELS, *PANEL_FILES]
+
+
+def alternatives(names):
+    """A wildcard constraint matching exactly these names (or nothing)."""
+    return "(?:" + "|".join(re.escape(n) for n in names) + ")" if names else "(?!x)x"
+
+
+def panel_file(name):
+    if name in PANEL_FILES:
+        return PANEL_FILES[name]
+    return str(Path(DATA) / "panels" / f"{name}.yaml")  # toy panels: written by the toy checkpoint
+
+
+def panel(name):
+    return load_panel(panel_file(name))
+
+
+def revisions(name):
+    """Revision names of a panel; for the toy panels, only once the toy checkpoint has run."""
+    if name in TOY_PANELS:
+        checkpoints.toy.get()
+    return [r.name for r in panel(name).revisions]
+
+
+def records(name):
+    return [f"{RESULTS}/{name}/{rev}.parquet" for rev in revisions(name)]
+
+
+def all_records(wildcards=None):
+    return [f for name in ALL_PANELS for f in records(name)]
+
+
+def probe_fields(name):
+    fields = dict(config.get("probe") or {})
+    fields.update((config.get("probe_panel") or {}).get(name) or {})
+    if config.get("device") not in (None, "auto"):
+        fields["device"] = config["device"]
+    return fields
+
+
+def probe_params(wildcards):
+    """What a probe job's result depends on (besides code): its configuration and its revision's panel entry."""
+    p = panel(wildcards.panel)
+    rev = p.revision(wildcards.revision)
+    cfg = p.probe_config(**probe_fields(wildcards.panel))
+    return json.dumps({"config_hash": cfg.config_hash(), "model": p.model, "family": p.family,
+                       "revision": [rev.name, rev.tokens, rev.step], "source": p.source}, sort_keys=True)
+
+
+def probe_inputs(wildcards):
+    name = wildcards.panel
+    if name in TOY_PANELS:
+        return [f"{DATA}/toy/{name}/recipe.json"]
+    p = panel(name)
+    if not p.is_local:
+        return []
+    folder = p.revision_path(wildcards.revision)
+    index = folder / "model.safetensors.index.json"
+    return [str(index if index.is_file() else folder / "model.safetensors")]
+
+
+# --- notebooks -----------------------------------------------------------------------------------------------------
+PUBLISHED_MODELS = list(config.get("published_models") or []) if published_dir() else []
+
+
+def _notebook_specs():
+    specs = {}
+    model = config.get("model_notebook") or {}
+    if model.get("source"):
+        for name in [*ALL_PANELS, *[m for m in PUBLISHED_MODELS if m not in ALL_PANELS]]:
+            specs[f"model-{name}"] = {"source": model["source"], "parameters": {**(model.get("parameters") or {}),
+                                      "panel": name}, "panels": [name] if name in ALL_PANELS else []}
+    for nb in config.get("notebooks") or []:
+        if nb["name"] in specs:
+            raise ValueError(f"notebook name {nb['name']!r} is used twice")
+        specs[nb["name"]] = {"source": nb["source"], "parameters": dict(nb.get("parameters") or {}),
+                             "panels": nb.get("panels", ALL_PANELS)}
+    missing = [n for n, s in specs.items() if not Path(s["source"]).is_file()]
+    if missing and config.get("skip_missing_notebooks", True):
+        print(f"Snakefile: skipping notebook(s) without a source yet: {', '.join(missing)}", file=sys.stderr)
+        specs = {n: s for n, s in specs.items() if n not in missing}
+    return specs
+
+
+NOTEBOOKS = _notebook_specs()
+
+
+def notebook_parameters(name):
+    spec = NOTEBOOKS[name]
+    common = {"results_dir": absolute(RESULTS), "published_dir": published_dir(), "data_dir": absolute(DATA),
+              "panels": list(spec["panels"])}
+    return {**common, **spec["parameters"]}
+
+
+def notebook_inputs(wildcards):
+    spec = NOTEBOOKS[wildcards.name]
+    return {"source": spec["source"], "records": [f for name in spec["panels"] for f in records(name)]}
+
+
+def notebook_outputs(wildcards=None):
+    return [f"{GEN}/{name}.ipynb" for name in NOTEBOOKS]
+
+
+def book_enabled():
+    value = config.get("book", "auto")
+    if value == "auto":
+        return (Path(BOOK_ROOT) / "_toc.yml").is_file()
+    return bool(value)
+
+
+def book_inputs(wildcards=None):
+    root = Path(BOOK_ROOT)
+    pages = sorted(str(p) for p in (root / "book").glob("*.md")) if (root / "book").is_dir() else []
+    extra = [os.path.normpath(root / f) for f in ("_config.yml", "_toc.yml")]
+    return [*notebook_outputs(), *pages, *extra]
+
+
+BOOK_HTML = os.path.normpath(os.path.join(BOOK_ROOT, "_build", "html", "index.html"))
+
+
+# --- rules ---------------------------------------------------------------------------------------------------------
+wildcard_constraints:
+    panel=NAME_RE,
+    revision=NAME_RE,
+    name=NAME_RE,
+
+
+localrules: all, records, notebooks, book
+
+
+rule all:
+    input:
+        all_records,
+        notebook_outputs,
+        [BOOK_HTML] if book_enabled() else [],
+
+
+rule records:
+    input:
+        all_records,
+
+
+rule notebooks:
+    input:
+        all_records,
+        notebook_outputs,
+
+
+if TOY_PANELS:
+
+    checkpoint toy:
+        """Train (or reuse) the toy models; writes <data_dir>/toy/<panel>/ and <data_dir>/panels/<panel>.yaml."""
+        output:
+            [f"{DATA}/toy/{name}/recipe.json" for name in TOY_PANELS],
+        params:
+            families=" ".join(f"--family {f}" for f in config.get("toy_families") or []),
+            sets=" ".join(shlex.quote(f"--set={k}={json.dumps(v)}") for k, v in sorted((config.get("toy_set") or {}).items())),
+        threads: min(3, len(TOY_PANELS))
+        log:
+            f"{LOGS}/toy.log",
+        shell:
+            "{PY:q} -m circuitdev.cli toy train {params.families} {params.sets} --data-dir {DATA:q} --jobs {threads} "
+            "--no-progress > {log:q} 2>&1"
+
+
+PROBE_SHELL = (
+    "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {PY:q} -m circuitdev.cli probe --panel {params.panel_file:q} --revision {wildcards.revision} "
+    "--out {RESULTS:q} --probe-config {params.probe_config:q} --no-progress > {log:q} 2>&1"
+)
+
+
+rule probe_hub:
+    """One revision of a hub panel: a 1B model, GPU advised (resources: gpu=1 for SLURM / --resources gpu=1)."""
+    input:
+        probe_inputs,
+    output:
+        parquet=f"{RESULTS}/{{panel}}/{{revision}}.parquet",
+        sidecar=f"{RESULTS}/{{panel}}/{{revision}}.json",
+    wildcard_constraints:
+        panel=alternatives(HUB_PANELS),
+    params:
+        panel_file=lambda wc: panel_file(wc.panel),
+        probe_config=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),
+        depends=probe_params,
+    resources:
+        gpu=1,
+        mem_mb=48000,
+        runtime=240,
+    threads: 4
+    log:
+        f"{LOGS}/probe/{{panel}}/{{revision}}.log",
+    shell:
+        PROBE_SHELL
+
+
+rule probe_local:
+    """One revision of a toy or local-folder panel (small models: CPU is fine)."""
+    input:
+        probe_inputs,
+    output:
+        parquet=f"{RESULTS}/{{panel}}/{{revision}}.parquet",
+        sidecar=f"{RESULTS}/{{panel}}/{{revision}}.json",
+    wildcard_constraints:
+        panel=alternatives([n for n in ALL_PANELS if n not in HUB_PANELS]),
+    params:
+        panel_file=lambda wc: panel_file(wc.panel),
+        probe_config=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),
+        depends=probe_params,
+    threads: 1
+    log:
+        f"{LOGS}/probe/{{panel}}/{{revision}}.log",
+    shell:
+        PROBE_SHELL
+
+
+rule notebook:
+    input:
+        unpack(notebook_inputs),
+    output:
+        f"{GEN}/{{name}}.ipynb",
+    params:
+        parameters=lambda wc: yaml.safe_dump(notebook_parameters(wc.name), sort_keys=True),
+        cwd=absolute(BOOK_ROOT),
+        kernel=config.get("kernel", "python3"),
+    log:
+        f"{LOGS}/notebooks/{{name}}.log",
+    shell:
+        "{PY:q} -m jupytext --to ipynb --output - {input.source:q} 2> {log:q} | "
+        "{PY:q} -m papermill - {output:q} -y {params.parameters:q} -k {params.kernel} -l python --cwd {params.cwd:q} "
+        "--no-progress-bar >> {log:q} 2>&1"
+
+
+rule book:
+    input:
+        book_inputs,
+    output:
+        BOOK_HTML,
+    log:
+        f"{LOGS}/book.log",
+    shell:
+        "{BIN}/jupyter-book build {BOOK_ROOT:q} > {log:q} 2>&1"

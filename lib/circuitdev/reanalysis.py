@@ -1,0 +1,116 @@
+"""The published re-analysis: F1-F6, the sensitivities and the audit over the authors' files, as tidy tables.
+
+`findings_tables(dev)` runs every finding on a developmental table from any source (published, probe store, toy);
+`reanalyse(published_dir, out_dir)` adds the audit for the published data and writes one CSV per table, atomically.
+Output tables name the panel `model`. The contract tables (other issues and checks read them) are exactly:
+
+    bos_fraction.csv   model, revision, tokens_b, n_heads, n_bos, bos_fraction (a fraction in [0, 1])
+    layer_counts.csv   model, revision, layer, n_bos
+    milestones.csv     model, milestone, revision, tokens_b (empty revision / tokens where never reached)
+    recall.csv         model, revision, tokens_b, recall
+    audit.csv          claim, paper_value, data_value, status (match / differs), reason
+
+The others carry the detail: developmental_table, f1_floor, f2_shape, f2_shape_sensitivity, f3_gaps, f4_circuit,
+f4_recall_milestones, f5_trajectories, f5_lead, f5_lead_sensitivity, f5_features, f6_noise_floor, sensitivity,
+audit_unverified (claims the data cannot decide, with the reason).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from circuitdev import findings as F
+from circuitdev.audit import AUDIT_COLUMNS, UNVERIFIED_COLUMNS, run_audit
+from circuitdev.published import atomic_write_bytes, load_published
+from circuitdev.schema import SEL_COLUMNS
+
+CONTRACT_COLUMNS: dict[str, list[str]] = {
+    "bos_fraction": ["model", "revision", "tokens_b", "n_heads", "n_bos", "bos_fraction"],
+    "layer_counts": ["model", "revision", "layer", "n_bos"],
+    "milestones": ["model", "milestone", "revision", "tokens_b"],
+    "recall": ["model", "revision", "tokens_b", "recall"],
+    "audit": AUDIT_COLUMNS,
+}
+# F5 follows the final-revision circuit of each class at its formation threshold (induction 50x, prev-token 100x,
+# first-token 30x).
+F5_CLASSES = ("induction", "previous-token", "first-token")
+
+
+def _model(df: pd.DataFrame) -> pd.DataFrame:
+    return df.rename(columns={"panel": "model"})
+
+
+def findings_tables(dev: pd.DataFrame, *, nulls: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """Every finding with the paper's defaults, as tidy tables keyed by CSV stem (see the module docstring)."""
+    with F.reuse_indexes():
+        return _findings_tables(dev, nulls)
+
+
+def _findings_tables(dev: pd.DataFrame, nulls: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    has_pr = "pr" in dev.columns and dev["pr"].notna().any()
+    bos = F.bos_fraction(dev)
+    mstones = F.milestones(dev)
+    recall = F.circuit_recall(dev)
+    per_head = [c for c in ("panel", "revision", "step", "tokens_b", "layer", "head", *SEL_COLUMNS, "pr",
+                            "best_class", "classification", "source") if c in dev.columns]
+    tables = {
+        "developmental_table": dev[per_head],
+        "bos_fraction": bos,
+        "layer_counts": F.layer_counts(dev).rename(columns={"n": "n_bos"}),
+        "f1_floor": F.floor_check(dev),
+        "f2_shape": F.trajectory_shape(bos),
+        "f2_shape_sensitivity": F.shape_sensitivity(dev),
+        "milestones": mstones,
+        "f3_gaps": F.milestone_gap(mstones),
+        "recall": recall,
+        "f4_circuit": F.final_circuit(dev),
+        "f4_recall_milestones": F.recall_milestones(recall),
+        "f6_noise_floor": F.noise_floor(nulls, panels=list(pd.unique(dev["panel"]))),
+        "sensitivity": F.threshold_sensitivity(dev),
+    }
+    if has_pr:
+        tables["f5_trajectories"] = pd.concat(
+            [F.head_trajectories(dev, head_class=c).assign(head_class=c) for c in F5_CLASSES], ignore_index=True)
+        tables["f5_lead"] = pd.concat([F.pr_lead(dev, head_class=c) for c in F5_CLASSES], ignore_index=True)
+        tables["f5_lead_sensitivity"] = pd.concat(
+            [F.pr_lead_sensitivity(dev, head_class=c) for c in F5_CLASSES], ignore_index=True)
+        tables["f5_features"] = F.pr_features(dev)
+    tables = {name: _model(t) for name, t in tables.items()}
+    for name, columns in CONTRACT_COLUMNS.items():
+        if name in tables:
+            tables[name] = tables[name][columns]
+    return tables
+
+
+def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.PathLike | None = None, *,
+              nulls: pd.DataFrame | None = None, claims=None) -> dict[str, pd.DataFrame]:
+    """Load and validate a published directory, run every finding and the audit, and (if `out_dir`) write the
+    CSVs. Returns the tables as DataFrames keyed by CSV stem; `audit` holds the five contract columns, the richer
+    audit (finding, source, id) is `audit_detail` (not written)."""
+    data = load_published(published_dir)
+    tables = findings_tables(data.table, nulls=nulls)
+    result = run_audit(data.table, claims=claims, published=data, nulls=nulls)
+    tables["audit"] = result.table[AUDIT_COLUMNS]
+    tables["audit_unverified"] = result.unverified[UNVERIFIED_COLUMNS + ["finding", "source"]]
+    if out_dir is not None:
+        write_tables(tables, out_dir)
+    tables["audit_detail"] = result.table
+    return tables
+
+
+def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | os.PathLike) -> list[Path]:
+    """One CSV per table, each written atomically (temporary file + os.replace)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, table in tables.items():
+        buffer = io.StringIO()
+        table.to_csv(buffer, index=False)
+        path = out / f"{name}.csv"
+        atomic_write_bytes(path, buffer.getvalue().encode())
+        paths.append(path)
+    return paths

@@ -1,0 +1,158 @@
+"""The Snakefile: a dry run of the full real panels (30 probe jobs), the default toy DAG, and a real run on a tiny
+local panel (probe -> notebooks -> book) with the re-run rules: nothing to do after a finished build, a notebook
+parameter re-runs only that notebook and the book, a probe setting re-runs the probes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from circuitdev.panels import load_panel
+from conftest import write_tiny_panel
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).parent / "snakemake"
+REAL = ["pythia-1b", "olmo-1b-0724", "olmoe-1b-7b-0924"]
+
+
+def snakemake(workdir: Path, *args: str, configfile: Path | None = None, timeout: int = 400):
+    cmd = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2"]
+    if configfile is not None:
+        cmd += ["--configfile", str(configfile)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=workdir)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """Parse Snakemake's 'Job stats' table into {rule: count} (without the total)."""
+    counts, inside = {}, False
+    for line in output.splitlines():
+        if line.startswith("Job stats"):
+            inside, counts = True, {}
+            continue
+        if inside:
+            m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+            if m and m.group(1) != "total":
+                counts[m.group(1)] = int(m.group(2))
+            elif line.strip().startswith("total"):
+                inside = False
+    return counts
+
+
+def test_dry_run_of_the_real_panels(tmp_path):
+    panels = json.dumps(REAL)
+    proc = snakemake(tmp_path, "-n", "-p", "--config", f"real_panels={panels}", "toy_families=[]")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    assert job_counts(out) == {"probe_hub": 30, "all": 1}
+    for name in REAL:  # one job per revision, each writing the contract's record path
+        for rev in load_panel(name).revisions:
+            assert f"data/results/{name}/{rev.name}.parquet" in out
+            assert f"--revision {rev.name} " in out
+    assert "resources: tmpdir=/tmp, gpu=1" in out
+
+
+def test_dry_run_default_builds_the_toy_panel_first(tmp_path):
+    proc = snakemake(tmp_path, "-n")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    out = proc.stdout + proc.stderr
+    assert job_counts(out) == {"toy": 1, "all": 1}
+    assert "DAG of jobs will be updated after completion" in out  # probes follow once the panels exist
+
+
+MODEL_NB = """\
+# %% [markdown]
+# # Model {panel}
+# %% tags=["parameters"]
+panel = None
+results_dir = None
+panels = []
+# %%
+from circuitdev.store import load_panel_table
+table = load_panel_table(results_dir, panel)
+print("MODEL", panel, len(table), ",".join(table["revision"].unique()))
+"""
+
+FINDING_NB = """\
+# %% tags=["parameters"]
+results_dir = None
+panels = []
+threshold = 30.0
+# %%
+from circuitdev.store import load_panel_table
+for p in panels:
+    t = load_panel_table(results_dir, p)
+    print("FINDING", p, threshold, int((t["best_selectivity"] >= threshold).sum()))
+"""
+
+
+def _config(tmp_path: Path, **changes) -> Path:
+    cfg = {
+        "toy_families": [],
+        "panels": ["tiny.yaml"],
+        "results_dir": "results",
+        "published_dir": None,
+        "model_notebook": {"source": "nb/model.py", "parameters": {}},
+        "notebooks": [{"name": "finding", "source": "nb/finding.py", "parameters": {"threshold": 30.0}}],
+        "book": True,
+        **changes,
+    }
+    path = tmp_path / f"config-{len(list(tmp_path.glob('config-*')))}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.mark.slow
+def test_real_run_on_a_tiny_local_panel(tmp_path):
+    write_tiny_panel(tmp_path, "gpt_neox", 2, "tiny", probe={"n": 12, "n_pr": 12, "seq_len": 24,
+                                                             "vocab_range": [3, 100], "n_prefix": 0, "n_nulls": 0})
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "model.py").write_text(MODEL_NB)
+    (tmp_path / "nb" / "finding.py").write_text(FINDING_NB)
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "intro.md").write_text("# Tiny book\n")
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump({
+        "title": "tiny", "only_build_toc_files": True, "execute": {"execute_notebooks": "off"},
+        "exclude_patterns": ["results/*", "logs/*", "nb/*", "tiny/*", ".snakemake/*"]}))
+    (tmp_path / "_toc.yml").write_text(yaml.safe_dump({
+        "format": "jb-book", "root": "book/intro",
+        "chapters": [{"file": "book/_generated/model-tiny"}, {"file": "book/_generated/finding"}]}))
+    config = _config(tmp_path)
+
+    proc = snakemake(tmp_path, configfile=config)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for rev in ("step0", "step1"):
+        assert (tmp_path / "results" / "tiny" / f"{rev}.parquet").is_file()
+        assert (tmp_path / "results" / "tiny" / f"{rev}.json").is_file()
+    model_nb = (tmp_path / "book" / "_generated" / "model-tiny.ipynb").read_text()
+    assert "MODEL tiny 16 step0,step1" in model_nb  # 2 revisions x 8 heads, read back from the records
+    finding_nb = (tmp_path / "book" / "_generated" / "finding.ipynb").read_text()
+    assert "FINDING tiny 30.0" in finding_nb
+    assert (tmp_path / "_build" / "html" / "index.html").is_file()
+    assert "tiny" in (tmp_path / "_build" / "html" / "book" / "_generated" / "model-tiny.html").read_text()
+    # the source stays a one-way input: papermill never rewrote it
+    assert (tmp_path / "nb" / "model.py").read_text() == MODEL_NB
+
+    # a finished build: nothing to do
+    proc = snakemake(tmp_path, "-n", configfile=config)
+    assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr
+
+    # a finding threshold: that notebook and the book, no probe, not the model notebook
+    changed = _config(tmp_path, notebooks=[{"name": "finding", "source": "nb/finding.py",
+                                            "parameters": {"threshold": 1.0}}])
+    proc = snakemake(tmp_path, "-n", configfile=changed)
+    assert job_counts(proc.stdout + proc.stderr) == {"notebook": 1, "book": 1, "all": 1}
+    outputs = set(re.findall(r"output: (\S+\.ipynb)", proc.stdout + proc.stderr))
+    assert outputs == {"book/_generated/finding.ipynb"}
+
+    # a probe setting: both probe jobs and everything downstream
+    changed = _config(tmp_path, probe={"n": 10})
+    proc = snakemake(tmp_path, "-n", configfile=changed)
+    assert job_counts(proc.stdout + proc.stderr) == {"probe_local": 2, "notebook": 2, "book": 1, "all": 1}

@@ -14,8 +14,8 @@
 #   Any file is a target too: snakemake data/results/pythia-1b/step3000.parquet
 #
 # Rules and what re-runs them (Snakemake's default rerun triggers: mtime, params, input, code)
-#   toy         checkpoint: trains the toy models and writes data/panels/toy-*.yaml; the probe jobs of the toy
-#               panels are known after it ran (the DAG is re-evaluated). Re-runs when `toy_set` changes.
+#   toy         trains (or reuses) the toy models and writes data/panels/toy-*.yaml. Re-runs when `toy_set` changes.
+#   probe_toy   one job per toy panel (all its revisions in one process; the store keeps one record per revision).
 #   probe_hub   one job per revision of a hub panel (GPU resources, see profiles/slurm); probe_local: the same for
 #               folder and toy panels. Both run `circuitdev probe --revision R --probe-config JSON`; they re-run when
 #               the probe configuration (panel defaults <- `probe` <- `probe_panel`) or the revision's entry in the
@@ -95,14 +95,19 @@ def panel(name):
 
 
 def revisions(name):
-    """Revision names of a panel; for the toy panels, only once the toy checkpoint has run."""
-    if name in TOY_PANELS:
-        checkpoints.toy.get()
+    """Revision names of a panel."""
     return [r.name for r in panel(name).revisions]
 
 
 def records(name):
+    """What a panel's probe jobs leave behind: one record per revision, or for a toy panel the panel's done-file."""
+    if name in TOY_PANELS:
+        return [toy_done(name)]
     return [f"{RESULTS}/{name}/{rev}.parquet" for rev in revisions(name)]
+
+
+def toy_done(name):
+    return f"{RESULTS}/{name}/panel.done"
 
 
 def all_records(wildcards=None):
@@ -148,7 +153,8 @@ def _notebook_specs():
     if model.get("source"):
         for name in [*ALL_PANELS, *[m for m in PUBLISHED_MODELS if m not in ALL_PANELS]]:
             specs[f"model-{name}"] = {"source": model["source"], "parameters": {**(model.get("parameters") or {}),
-                                      "panel": name}, "panels": [name] if name in ALL_PANELS else []}
+                                      "panel": PANEL_FILES.get(name, name)},
+                                      "panels": [name] if name in ALL_PANELS else []}
     for nb in config.get("notebooks") or []:
         if nb["name"] in specs:
             raise ValueError(f"notebook name {nb['name']!r} is used twice")
@@ -189,7 +195,7 @@ def book_enabled():
 
 def book_inputs(wildcards=None):
     root = Path(BOOK_ROOT)
-    pages = sorted(str(p) for p in (root / "book").glob("*.md")) if (root / "book").is_dir() else []
+    pages = sorted(str(p) for ext in ("*.md", "*.bib") for p in (root / "book").glob(ext))
     extra = [os.path.normpath(root / f) for f in ("_config.yml", "_toc.yml")]
     return [*notebook_outputs(), *pages, *extra]
 
@@ -227,7 +233,7 @@ rule notebooks:
 
 if TOY_PANELS:
 
-    checkpoint toy:
+    rule toy:
         """Train (or reuse) the toy models; writes <data_dir>/toy/<panel>/ and <data_dir>/panels/<panel>.yaml."""
         output:
             [f"{DATA}/toy/{name}/recipe.json" for name in TOY_PANELS],
@@ -246,6 +252,27 @@ PROBE_SHELL = (
     "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {PY:q} -m circuitdev.cli probe --panel {params.panel_file:q} --revision {wildcards.revision} "
     "--out {RESULTS:q} --probe-config {params.probe_config:q} --no-progress > {log:q} 2>&1"
 )
+
+
+rule probe_toy:
+    """Every revision of a toy panel in one process: a toy revision probes in seconds, while each process spends
+    5-8 s importing torch, transformers and nnsight. The store still writes and resumes one record per revision."""
+    input:
+        lambda wc: f"{DATA}/toy/{wc.panel}/recipe.json",
+    output:
+        toy_done("{panel}"),
+    wildcard_constraints:
+        panel=alternatives(TOY_PANELS),
+    params:
+        panel_file=lambda wc: panel_file(wc.panel),
+        probe_config=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),
+        depends=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),  # + the panel's own defaults via recipe.json
+    threads: 1
+    log:
+        f"{LOGS}/probe/{{panel}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {PY:q} -m circuitdev.cli probe --panel {params.panel_file:q} "
+        "--out {RESULTS:q} --probe-config {params.probe_config:q} --no-progress > {log:q} 2>&1 && touch {output:q}"
 
 
 rule probe_hub:
@@ -280,7 +307,7 @@ rule probe_local:
         parquet=f"{RESULTS}/{{panel}}/{{revision}}.parquet",
         sidecar=f"{RESULTS}/{{panel}}/{{revision}}.json",
     wildcard_constraints:
-        panel=alternatives([n for n in ALL_PANELS if n not in HUB_PANELS]),
+        panel=alternatives([n for n in ALL_PANELS if n not in HUB_PANELS and n not in TOY_PANELS]),
     params:
         panel_file=lambda wc: panel_file(wc.panel),
         probe_config=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),
@@ -317,4 +344,6 @@ rule book:
     log:
         f"{LOGS}/book.log",
     shell:
-        "{BIN}/jupyter-book build {BOOK_ROOT:q} > {log:q} 2>&1"
+        # --all: the intro quotes numbers glued on other pages, so an incremental build could leave them stale;
+        # -W: Sphinx warnings are errors.
+        "{BIN}/jupyter-book build {BOOK_ROOT:q} --all -W --keep-going > {log:q} 2>&1"

@@ -1,0 +1,179 @@
+"""A small version of the whole book, built the way `make book` builds it, then opened in headless Chromium.
+
+Two tiny local-folder panels stand in for the model tiers (`toy-tiny`: toy tier, `tiny-olmoe`: measured tier); the
+published tier is the authors' files when ../shared/published exists (else its notes must appear instead). The
+pipeline (Snakefile, target `notebooks`) probes the panels and executes every notebook with papermill; the book is
+then built with Sphinx warnings as errors. Chromium renders two pages; their screenshots are kept in
+`_build/screenshots/` of the repository for people to look at. About 2-4 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import write_tiny_panel
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+PUBLISHED = REPO.parent / "shared" / "published"
+SCREENSHOTS = REPO / "_build" / "screenshots"
+FINDING_NOTEBOOKS = ["f1_floor", "f2_shapes", "f3_milestones", "f4_convergence", "f5_pr_lead", "f6_noise_floor",
+                     "sensitivity"]
+TINY_PROBE = {"n": 16, "n_pr": 16, "seq_len": 32, "vocab_range": [3, 120], "baseline_size": 10, "n_prefix": 0,
+              "n_nulls": 4}
+PAGE = "book/_generated/{}.html"
+
+
+def pipeline_config(root: Path) -> dict:
+    """The book's pipeline configuration for the small book (what config/pipeline.yaml should list, see README)."""
+    nbs = REPO / "notebooks"
+    return {
+        "toy_families": [],
+        "panels": ["toy-tiny", "tiny-olmoe"],
+        "data_dir": str(root / "data"),
+        "results_dir": "results",
+        "generated_dir": "book/_generated",
+        "logs_dir": "logs",
+        "published_dir": str(PUBLISHED) if PUBLISHED.is_dir() else None,
+        "published_models": ["olmo-1b-0724"],  # one appendix from the authors' files (all three: `make book`)
+        # a random tiny model has no 50x induction head: a low threshold gives the ablation a circuit to knock out
+        "model_notebook": {"source": str(nbs / "model.py"), "parameters": {"induction_threshold": 1.0}},
+        "notebooks": [{"name": "method", "source": str(nbs / "method.py"), "parameters": {}, "panels": []},
+                      *[{"name": n, "source": str(nbs / f"{n}.py"), "parameters": {}} for n in FINDING_NOTEBOOKS],
+                      {"name": "audit", "source": str(nbs / "audit.py"), "parameters": {}, "panels": []},
+                      {"name": "models", "source": str(nbs / "models.py"), "parameters": {}}],
+        "skip_missing_notebooks": False,
+        "book_root": ".",
+        "book": False,  # built below with warnings as errors
+    }
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("small-book")
+    panels = root / "data" / "panels"
+    write_tiny_panel(panels, "gpt_neox", 3, "toy-tiny", probe=TINY_PROBE)
+    write_tiny_panel(panels, "olmoe", 3, "tiny-olmoe", probe=TINY_PROBE)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(REPO / name, root / name)
+    (root / "book").mkdir()
+    for page in [*(REPO / "book").glob("*.md"), *(REPO / "book").glob("*.bib")]:
+        shutil.copy(page, root / "book" / page.name)
+    for page, title in (("toy_recipe.md", "The toy recipe"), ("rerun.md", "Re-run it")):  # written by others
+        if not (root / "book" / page).exists():
+            (root / "book" / page).write_text(f"# {title}\n\nNot written yet.\n")
+    config = root / "small-book.yaml"
+    config.write_text(yaml.safe_dump(pipeline_config(root)))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CIRCUITDEV_DATA": str(root / "data"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([str(BIN / "snakemake"), "notebooks", "-s", str(REPO / "Snakefile"), "-d", str(root),
+                           "--cores", "2", "--configfile", str(config)], capture_output=True, text=True, env=env,
+                          timeout=900)
+    logs = "\n".join(p.read_text()[-3000:] for p in (root / "logs").rglob("*.log")) if proc.returncode else ""
+    assert proc.returncode == 0, proc.stderr[-5000:] + logs
+    proc = subprocess.run([str(BIN / "jupyter-book"), "build", str(root), "--all", "-W", "--keep-going"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    warnings = [line for line in proc.stdout.splitlines() + proc.stderr.splitlines() if "WARNING" in line]
+    assert proc.returncode == 0 and not warnings, "\n".join(warnings) or proc.stdout[-5000:]
+    return root / "_build" / "html"
+
+
+def text_of(html: str) -> str:
+    body = html[html.index("<main"):html.index("</main>")] if "<main" in html else html
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body))
+
+
+def test_every_chapter_is_built(book):
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    for f in [toc["root"], *files]:
+        assert (book / f"{f}.html").is_file(), f
+    models = sorted(p.name for p in (book / "book" / "_generated").glob("model-*.html"))
+    expected = ["model-tiny-olmoe.html", "model-toy-tiny.html"]
+    assert models == sorted(expected + (["model-olmo-1b-0724.html"] if PUBLISHED.is_dir() else []))
+
+
+def test_figures_are_numbered_with_captions_and_provenance(book):
+    pages = [*FINDING_NOTEBOOKS, "method", "audit", "model-toy-tiny"]
+    for name in pages + (["model-olmo-1b-0724"] if PUBLISHED.is_dir() else []):
+        html = (book / PAGE.format(name)).read_text()
+        figures = re.findall(r"<figure.*?</figure>", html, re.S)
+        assert figures, f"{name}: no figure"
+        for fig in figures:
+            assert re.search(r'<span class="caption-number">Fig\. \d+ </span>', fig), f"{name}: unnumbered figure"
+            assert "Source: " in fig and " · code " in fig, f"{name}: figure without a provenance line"
+            assert 'src="data:image/png;base64,' in fig
+
+
+def test_numbers_in_the_prose_are_glued(book):
+    intro = (book / "book" / "intro.html").read_text()
+    pasted = re.findall(r'<span class="pasted-text">([^<]*)</span>', intro)
+    assert len(pasted) >= 10
+    f2 = text_of((book / PAGE.format("f2_shapes")).read_text())
+    if PUBLISHED.is_dir():
+        assert "57.8%" in pasted and "80.9%" in pasted and "75.8%" in pasted  # glued from f2_shapes
+        assert re.search(r"In the authors’ files, Pythia ends at 57\.8%", f2)
+    else:
+        assert "n/a" in " ".join(pasted)
+        assert "No published (authors' files) data in this chapter" in f2.replace("’", "'")
+    assert "toy-tiny 0.0%" in f2 or re.search(r"toy-tiny \d+\.\d%", f2)  # the toy tier's own numbers
+    method = text_of((book / PAGE.format("method")).read_text())
+    assert "2000 sequences of T = 256" in method
+
+
+def test_tables_and_notes_render(book):
+    f1 = (book / PAGE.format("f1_floor")).read_text()
+    assert f1.count("<table") >= 1
+    olmoe = (book / PAGE.format("model-tiny-olmoe")).read_text()
+    assert "Ablation not run" in olmoe or "group ablation" in olmoe
+    audit = (book / PAGE.format("audit")).read_text()
+    if PUBLISHED.is_dir():
+        assert audit.count("<table") >= 3
+    else:
+        assert "No published (authors&#8217; files) data" in audit or "No published (authors' files) data" in audit
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def browser(*args: str, url: str) -> subprocess.CompletedProcess:
+    return subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                           "--disable-sync", f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-')}",
+                           "--hide-scrollbars", "--window-size=1280,4200", "--virtual-time-budget=4000", *args, url],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(chromium() is None, reason="Debian's chromium is not installed (apt-get install -y chromium): "
+                                               "the rendered pages were not checked in a browser")
+def test_pages_render_in_headless_chromium(book):
+    from PIL import Image
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for name in ("f2_shapes", "model-toy-tiny"):
+        url = (book / PAGE.format(name)).as_uri()
+        dom = browser("--dump-dom", url=url).stdout
+        images = re.findall(r'<img[^>]+src="data:image/png;base64,([^"]+)"', dom)
+        assert images, f"{name}: no figure in the rendered page"
+        for data in images:  # every embedded figure decodes to a real, non-blank image
+            image = Image.open(io.BytesIO(base64.b64decode(data)))
+            assert image.size[0] > 200 and len(image.convert("L").getcolors(1 << 16) or []) > 8
+        assert "<table" in dom and "caption-number" in dom
+        assert re.search(r'class="pasted-text">[^<]*\d', dom), f"{name}: no glued number in the prose"
+        shot = SCREENSHOTS / f"{name}.png"
+        proc = browser(f"--screenshot={shot}", url=url)
+        assert shot.is_file(), proc.stderr[-2000:]
+        image = Image.open(shot)
+        assert image.size == (1280, 4200)
+        assert len(image.convert("L").getcolors(1 << 16) or []) > 50, f"{name}: blank screenshot"

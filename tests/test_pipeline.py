@@ -63,9 +63,8 @@ def test_dry_run_default_builds_the_toy_panel_first(tmp_path):
     proc = snakemake(tmp_path, "-n")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    counts = job_counts(out)
-    assert counts["toy"] == 1 and counts["probe_toy"] == 3 and counts["all"] == 1  # train, then one probe job a panel
-    assert counts["notebook"] >= 3 and counts["book"] == 1
+    # train, then one probe job per toy panel (notebook sources and _toc.yml are absent from this work dir)
+    assert job_counts(out) == {"toy": 1, "probe_toy": 3, "all": 1}
 
 
 MODEL_NB = """\
@@ -76,12 +75,16 @@ panel = None
 results_dir = None
 panels = []
 # %%
+from circuitdev.panels import load_panel
 from circuitdev.store import load_panel_table
-table = load_panel_table(results_dir, panel)
-print("MODEL", panel, len(table), ",".join(table["revision"].unique()))
+name = load_panel(panel, resolve_hub=False).name  # the pipeline passes a folder panel's file, so it can be loaded
+table = load_panel_table(results_dir, name)
+print("MODEL", name, len(table), ",".join(table["revision"].unique()))
 """
 
 FINDING_NB = """\
+# %% [markdown]
+# # A finding
 # %% tags=["parameters"]
 results_dir = None
 panels = []

@@ -38,13 +38,28 @@ def test_corpus_and_sampler_are_deterministic():
 def test_grid_resolves_the_transition():
     g = default_grid(2000)
     assert g[0] == 0 and g[-1] == 2000 and {1, 4, 16, 64}.issubset(g)
-    assert sum(200 <= s <= 800 for s in g) >= 6  # dense where the notes put the transitions
+    assert sum(800 <= s <= 1400 for s in g) >= 6  # dense where the induction transition sits
 
 
 def test_recipe_round_trip_and_hash():
     r = ToyRecipe()
     assert ToyRecipe.from_dict(json.loads(json.dumps(r.to_dict()))) == r
     assert r.replace(seed=1).recipe_hash() != r.recipe_hash()
+
+
+def test_cli_overrides_recipe():
+    from circuitdev.cli import build_parser
+    from circuitdev.commands.toy import recipe_from_args
+    from circuitdev.errors import ConfigError
+
+    args = build_parser().parse_args(["toy", "train", "--steps", "10", "--set", "d_model=32",
+                                      "--set", 'mixture={"repeat": 0.3}'])
+    r = recipe_from_args(args)
+    assert (r.steps, r.d_model, r.mixture.repeat, r.mixture.text) == (10, 32, 0.3, ToyRecipe().mixture.text)
+    with pytest.raises(ConfigError):
+        recipe_from_args(build_parser().parse_args(["toy", "train", "--set", "nope=1"]))
+    with pytest.raises(ConfigError):
+        recipe_from_args(build_parser().parse_args(["toy", "train", "--set", 'mixture={"nope": 1}']))
 
 
 def test_each_family_trains_saves_and_writes_panel(trained):
@@ -83,12 +98,20 @@ def test_same_seed_same_checkpoint(trained, tmp_path):
 
 
 def test_probe_end_to_end(trained):
-    probe = pytest.importorskip("circuitdev.probe")
-    panels = pytest.importorskip("circuitdev.panels")
+    """Each toy panel file loads with circuitdev.panels and its final revision is screened by circuitdev.probe."""
+    from circuitdev.loading import load_revision
+    from circuitdev.panels import load_panel
+    from circuitdev.probe import probe_model
+
     data, _ = trained
     for family in FAMILIES:
-        panel = panels.load_panel(data / "panels" / f"{PANEL_NAMES[family]}.yaml")
-        df = probe.probe_panel_revision(panel, panel.revisions[-1]) if hasattr(probe, "probe_panel_revision") else None
-        if df is None:
-            pytest.skip("probe entry point for panels not available yet")
-        assert {"sel_induction", "sel_first_token", "sel_first_token_allq", "mass_first_token_allq"} <= set(df.columns)
+        panel = load_panel(data / "panels" / f"{PANEL_NAMES[family]}.yaml")
+        assert panel.is_local and panel.family == family
+        config = panel.probe_config(n=16, n_pr=16, batch_size=16)
+        assert config.seq_len == 32 and tuple(config.vocab_range) == TINY.probe_vocab_range
+        extra = {k: 0 for k in ("n_nulls", "n_prefix") if hasattr(config, k)}
+        model = load_revision(panel, panel.revisions[-1], progress=False)
+        table = probe_model(model, config.replace(**extra), progress=False)
+        assert len(table) == TINY.n_layer * TINY.n_head
+        cols = {"sel_induction", "sel_first_token", "sel_first_token_allq", "mass_first_token_allq", "pr"}
+        assert cols <= set(table.columns) and table[sorted(cols)].notna().all().all()

@@ -16,6 +16,8 @@ def register(subparsers) -> None:
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     t.add_argument("--family", action="append", choices=["gpt_neox", "olmo", "olmoe"],
                    help="family to train (repeatable); default: all three")
+    t.add_argument("--preset", default="default", help="named recipe: default (the toy-* panels) or sink "
+                   "(the sink variant, panels toy-*-sink)")
     t.add_argument("--seed", type=int, default=None, help="recipe seed (corpus, data order, init)")
     t.add_argument("--steps", type=int, default=None, help="training steps (the checkpoint grid scales with it)")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -30,7 +32,7 @@ def register(subparsers) -> None:
 
 def recipe_from_args(args):
     from circuitdev.errors import ConfigError
-    from circuitdev.toy import ToyRecipe
+    from circuitdev.toy.recipe import PRESETS
 
     changes = {}
     for item in args.set:
@@ -45,13 +47,15 @@ def recipe_from_args(args):
         changes["seed"] = args.seed
     if args.steps is not None:
         changes["steps"] = args.steps
-    base = ToyRecipe().to_dict()
+    if args.preset not in PRESETS:
+        raise ConfigError(f"unknown preset {args.preset!r}; known: {', '.join(PRESETS)}")
+    base = PRESETS[args.preset].to_dict()
     unknown = set(changes) - set(base)
     if unknown:
         raise ConfigError(f"unknown recipe field(s) {sorted(unknown)}; known: {sorted(base)}")
     if isinstance(changes.get("mixture"), dict):
         changes["mixture"] = {**base["mixture"], **changes["mixture"]}
-    return ToyRecipe.from_dict({**base, **changes})
+    return type(PRESETS[args.preset]).from_dict({**base, **changes})
 
 
 def _train(args) -> int:

@@ -80,22 +80,26 @@ def pack(tokenizer, docs: list[str], eos_id: int) -> np.ndarray:
 
 
 class WindowSampler:
-    """Draws (B, T) training batches from the mixture, deterministically from its own RandomState stream."""
+    """Draws (B, T) training batches from the mixture, deterministically from its own numpy Generator."""
 
     def __init__(self, stream: np.ndarray, mixture: Mixture, seq_len: int, vocab_range: tuple[int, int], seed: int):
         self.stream, self.mix, self.T, self.vocab_range = stream, mixture, seq_len, vocab_range
         self.rng = np.random.default_rng([seed, 2])
-        w = np.array([mixture.text, mixture.periodic, mixture.backcopy], dtype=float)
+        w = np.array([mixture.text, mixture.periodic, mixture.repeat, mixture.recall, mixture.backcopy], dtype=float)
         if w.sum() <= 0:
             raise ValueError("the mixture needs at least one positive share")
         self.kind_p = w / w.sum()
         self._bc = None
 
     def batch(self, b: int) -> np.ndarray:
-        kinds = self.rng.choice(3, size=b, p=self.kind_p)
+        kinds = self.rng.choice(len(self.kind_p), size=b, p=self.kind_p)
         out = np.empty((b, self.T), dtype=np.int64)  # (B, T)
         for i, k in enumerate(kinds):
-            out[i] = (self._text, self._periodic, self._backcopy)[k]()
+            out[i] = (self._text, self._periodic, self._repeat, self._recall, self._backcopy)[k]()
+        if self.mix.bos:
+            from circuitdev.toy.tokenizer import EOS_ID
+
+            out[:, 1:], out[:, 0] = out[:, :-1].copy(), EOS_ID
         return out
 
     def _text(self) -> np.ndarray:
@@ -108,6 +112,29 @@ class WindowSampler:
         span = self.rng.integers(lo, hi, size=p)
         return np.resize(span, self.T)  # span repeated, cut at T
 
+    def _repeat(self) -> np.ndarray:
+        """Uniform random ids with spans copied from earlier to later positions (no overlap with their source)."""
+        lo, hi = self.vocab_range
+        seq = self.rng.integers(lo, hi, size=self.T)
+        for _ in range(self.rng.integers(*self.mix.repeat_spans)):
+            n = int(self.rng.integers(*self.mix.repeat_len))
+            src = int(self.rng.integers(0, self.T - 2 * n))
+            dst = int(self.rng.integers(src + n, self.T - n + 1))
+            seq[dst:dst + n] = seq[src:src + n]
+        return seq
+
+    def _recall(self) -> np.ndarray:
+        """Random filler; at 1-3 positions a recall marker is followed by a copy of the token at position 0.
+        Solving it needs a head that finds position 0 by position alone (there is no BOS): the positional
+        "first token" feature that the real models' sinks key on."""
+        from circuitdev.toy.tokenizer import RECALL_ID
+
+        lo, hi = self.vocab_range
+        seq = self.rng.integers(lo, hi, size=self.T)
+        for pos in self.rng.choice(np.arange(4, self.T - 1), size=int(self.rng.integers(1, 4)), replace=False):
+            seq[pos], seq[pos + 1] = RECALL_ID, seq[0]
+        return seq
+
     def _backcopy(self) -> np.ndarray:
         """Bigram-Backcopy with a context-gated trigger: after the bigram (g, t) -- g a gate token, t a trigger --
         the next token copies the token before g. Elsewhere tokens follow a fixed random sparse Markov chain.
@@ -115,7 +142,7 @@ class WindowSampler:
         lo, hi = self.vocab_range
         if self._bc is None:
             r = np.random.default_rng([0, 3])  # the task itself is fixed (not seeded), like a language
-            n = 256
+            n = min(256, hi - lo)
             ids = lo + r.permutation(hi - lo)[:n]
             succ = r.integers(0, n, size=(n, 6))
             self._bc = (ids, succ, ids[:4], ids[4:8])  # vocab, successor sets, triggers, gates
@@ -128,7 +155,7 @@ class WindowSampler:
                 seq[i] = gates[self.rng.integers(4)]
                 seq[i + 1] = triggers[self.rng.integers(4)]
                 seq[i + 2] = seq[i - 1]
-                s = int(np.searchsorted(ids, seq[i - 1])) if False else self.rng.integers(len(ids))
+                s = self.rng.integers(len(ids))
                 i += 3
                 continue
             s = succ[s, self.rng.integers(6)]

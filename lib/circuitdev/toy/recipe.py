@@ -23,17 +23,29 @@ from dataclasses import dataclass, field
 from circuitdev.errors import ConfigError
 
 FAMILIES = ("gpt_neox", "olmo", "olmoe")
+_NOT_HASHED = {"panel_suffix"}  # naming only
+CORPUS_FORMAT = 2  # bump when the generator or the tokenizer's special tokens change
 PANEL_NAMES = {"gpt_neox": "toy-pythia", "olmo": "toy-olmo", "olmoe": "toy-olmoe"}
 
 
 @dataclass(frozen=True)
 class Mixture:
-    """Share of each kind of training window (normalised at sampling time). See `circuitdev.toy.corpus`."""
+    """Share of each kind of training window (normalised at sampling time); see `circuitdev.toy.corpus`.
 
-    text: float = 0.5  # a window cut from the packed synthetic corpus
-    periodic: float = 0.5  # a random 4-16-token span (ids in the probe range) repeated to fill the window
+    The shipped shares (text .4, periodic .4, repeat .2) are the only ones found that make general induction heads
+    within budget: periodic windows make the circuit form fast, the repeat windows (the probe's own layout: random
+    filler with a span seen twice) make it work with a single earlier match. recall / backcopy / bos are the sink
+    experiments documented in book/toy_recipe.md (off by default: they stalled induction within budget)."""
+
+    text: float = 0.4  # a window cut from the packed synthetic corpus
+    periodic: float = 0.4  # a random 4-16-token span (ids in the probe range) repeated to fill the window
+    repeat: float = 0.2  # random filler (probe-range ids) in which a few random spans occur twice (the probe's layout)
+    recall: float = 0.0  # random filler in which a recall marker is followed by the window's first token
     backcopy: float = 0.0  # Bigram-Backcopy (Guo et al. 2024): Markov chain with context-gated copy triggers
+    bos: bool = False  # start every window with the end-of-document id (a fixed BOS; Pythia/OLMo have none)
     period_range: tuple[int, int] = (4, 17)  # periodic span length, half-open
+    repeat_spans: tuple[int, int] = (1, 3)  # repeat windows: number of repeated spans, half-open
+    repeat_len: tuple[int, int] = (4, 17)  # repeat windows: span length, half-open
 
 
 @dataclass(frozen=True)
@@ -55,7 +67,7 @@ class ToyRecipe:
     # --- optimisation
     seq_len: int = 64  # training context
     batch_size: int = 16  # windows per step
-    steps: int = 2000
+    steps: int = 2500
     lr: float = 3e-3
     warmup: int = 50
     min_lr_frac: float = 0.1  # cosine decay to lr * min_lr_frac
@@ -69,6 +81,7 @@ class ToyRecipe:
     probe_seq_len: int = 64
     probe_n: int = 500
     dtype: str = "float32"
+    panel_suffix: str = ""  # variants get their own panels, e.g. "-sink" -> toy-pythia-sink (defaults keep the contract names)
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_head:
@@ -81,6 +94,9 @@ class ToyRecipe:
             raise ConfigError(f"vocab_size={self.vocab_size} must exceed the 257 byte-level ids plus merges (>= 300)")
         if isinstance(self.mixture, dict):
             object.__setattr__(self, "mixture", Mixture(**self.mixture))
+
+    def panel_name(self, family: str) -> str:
+        return PANEL_NAMES[family] + self.panel_suffix
 
     @property
     def tokens_per_step(self) -> int:
@@ -96,7 +112,9 @@ class ToyRecipe:
 
     def probe_defaults(self) -> dict:
         return {"seq_len": self.probe_seq_len, "vocab_range": list(self.probe_vocab_range), "n": self.probe_n,
-                "n_pr": min(500, self.probe_n)}
+                "n_pr": min(500, self.probe_n),
+                # big chunks: a toy revision's whole batch fits in memory, and each nnsight trace has a fixed cost
+                "batch_size": 250}
 
     def replace(self, **changes) -> "ToyRecipe":
         return dataclasses.replace(self, **changes)
@@ -107,20 +125,25 @@ class ToyRecipe:
     @classmethod
     def from_dict(cls, d: dict) -> "ToyRecipe":
         d = dict(d)
-        if "mixture" in d:
-            d["mixture"] = Mixture(**{k: tuple(v) if isinstance(v, list) else v for k, v in d["mixture"].items()})
-        for k in ("betas", "checkpoint_steps"):
-            if d.get(k) is not None:
-                d[k] = tuple(d[k])
-        return cls(**d)
+        try:
+            if isinstance(d.get("mixture"), dict):
+                d["mixture"] = Mixture(**{k: tuple(v) if isinstance(v, list) else v for k, v in d["mixture"].items()})
+            for k in ("betas", "checkpoint_steps"):
+                if d.get(k) is not None:
+                    d[k] = tuple(d[k])
+            return cls(**d)
+        except TypeError as err:  # an unknown field name
+            raise ConfigError(f"invalid toy recipe: {err}; see circuitdev.toy.ToyRecipe / Mixture for the fields") from None
 
     def recipe_hash(self) -> str:
-        """12 hex digits; a checkpoint folder is reused only if its stored hash matches."""
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
+        """12 hex digits over the fields that change the checkpoints; a panel is reused only if its hash matches."""
+        payload = {k: v for k, v in self.to_dict().items() if k not in _NOT_HASHED}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
     def corpus_hash(self) -> str:
         keys = ("seed", "corpus_words", "lexicon_size", "vocab_size")
-        return hashlib.sha256(json.dumps({k: getattr(self, k) for k in keys}).encode()).hexdigest()[:12]
+        payload = {"format": CORPUS_FORMAT, **{k: getattr(self, k) for k in keys}}
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:12]
 
 
 def first_merge_id() -> int:
@@ -131,10 +154,22 @@ def first_merge_id() -> int:
 
 
 def default_grid(steps: int) -> tuple[int, ...]:
-    """Log-spaced early points plus a dense stretch over the transitions (measured at 10-50% of a 2000-step run).
+    """Log-spaced early points plus a dense stretch over the induction transition (measured at 50-60% of a
+    2000-step run) and the slower growth after it.
 
-    At 2000 steps: 0 1 4 16 64 128 200 300 400 500 600 700 800 1000 1200 1400 1700 2000.
+    At 2000 steps: 0 1 4 16 64 128 256 400 600 800 900 1000 1100 1200 1300 1400 1600 1800 2000.
     """
-    frac = (0, 1 / 2000, 4 / 2000, 16 / 2000, 64 / 2000, 0.064, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.50, 0.60,
-            0.70, 0.85, 1.0)
+    frac = (0, 1 / 2000, 4 / 2000, 16 / 2000, 64 / 2000, 0.064, 0.128, 0.20, 0.30, 0.40, 0.45, 0.50, 0.55, 0.60,
+            0.65, 0.70, 0.80, 0.90, 1.0)
     return tuple(sorted({max(0, min(steps, round(f * steps))) for f in frac}))
+
+
+# Named recipes for `circuitdev toy train --preset NAME`.
+PRESETS: dict[str, ToyRecipe] = {
+    # the shipped panel (toy-pythia, toy-olmo, toy-olmoe)
+    "default": ToyRecipe(),
+    # sink variant: no random-filler repeats and long periods, so the upper layers idle on random ids and park on
+    # position 0 (layers 2-3, mass ~0.2, layers 0-1 free) -- but no induction head forms (toy_recipe.md).
+    "sink": ToyRecipe(steps=2000, mixture=Mixture(text=0.5, periodic=0.5, repeat=0.0, period_range=(8, 33)),
+                      panel_suffix="-sink"),
+}

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-SPECIAL_TOKENS = ("<|endoftext|>",)  # id 0: end-of-document separator in the packed stream (no BOS, as Pythia/OLMo)
-EOS_ID = 0
+# id 0: end-of-document separator in the packed stream (no BOS, as Pythia/OLMo); id 1: recall marker (Mixture.recall)
+SPECIAL_TOKENS = ("<|endoftext|>", "<|recall|>")
+EOS_ID, RECALL_ID = 0, 1
 
 
 def train_tokenizer(docs: Iterable[str], vocab_size: int):

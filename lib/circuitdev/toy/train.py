@@ -123,9 +123,14 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
     from circuitdev.toy.corpus import WindowSampler
     from circuitdev.toy.tokenizer import load_tokenizer, to_hf
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Writing model shards" at every checkpoint would drown the training bars
     recipe = recipe or ToyRecipe()
     data_dir = Path(data_dir or default_data_dir())
-    panel = PANEL_NAMES[family]
+    if family not in PANEL_NAMES:
+        raise ConfigError(f"unknown toy family {family!r}; known: {', '.join(FAMILIES)}")
+    panel = recipe.panel_name(family)
     panel_dir = data_dir / "toy" / panel
     grid = recipe.grid()
     if not force and _panel_ready(panel_dir, recipe):
@@ -187,7 +192,7 @@ def write_panel_file(family: str, recipe: ToyRecipe, data_dir: Path | None = Non
     import yaml
 
     data_dir = Path(data_dir or default_data_dir())
-    panel = PANEL_NAMES[family]
+    panel = recipe.panel_name(family)
     doc = {
         "name": panel,
         "model": f"../toy/{panel}",

@@ -55,9 +55,11 @@ def palette(panels: Sequence[str]) -> dict[str, str]:
 
 
 def fmt_tokens(x: float, _pos=None) -> str:
-    """Tick label for a token count: 0, 500, 2k, 6M, 300B, 3T."""
+    """Tick label for a token count: 0, 500, 2k, 6M, 300B, 3T (none for the negative margin of a symlog axis)."""
     if x == 0:
         return "0"
+    if x < 0:
+        return ""
     for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= div:
             return f"{x / div:.3g}{unit}"

@@ -55,11 +55,8 @@ nb.check_notebook_parameters(globals(), _before)
 # %% tags=["hide-input"]
 from circuitdev import findings, plots
 
-nb.setup()
-nb.use_data_dir(data_dir)
-tiers = nb.load_tiers(sources, published_dir=published_dir, results_dir=results_dir, panels=panels)
-glue = nb.Glue("f1")
-absent = nb.absent_notes(tiers)
+tiers, glue = nb.open_chapter("f1", sources, data_dir=data_dir, published_dir=published_dir,
+                              results_dir=results_dir, panels=panels)
 layers = tiers.apply(findings.layer_counts, threshold=bos_threshold, rule=rule)
 floor = tiers.apply(findings.floor_check, layers=floor_layers, threshold=bos_threshold, rule=rule)
 glue("threshold", bos_threshold, "{:g}×")

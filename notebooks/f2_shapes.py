@@ -58,11 +58,8 @@ nb.check_notebook_parameters(globals(), _before)
 # %% tags=["hide-input"]
 from circuitdev import findings, plots
 
-nb.setup()
-nb.use_data_dir(data_dir)
-tiers = nb.load_tiers(sources, published_dir=published_dir, results_dir=results_dir, panels=panels)
-glue = nb.Glue("f2")
-absent = nb.absent_notes(tiers)
+tiers, glue = nb.open_chapter("f2", sources, data_dir=data_dir, published_dir=published_dir,
+                              results_dir=results_dir, panels=panels)
 frac = tiers.apply(findings.bos_fraction, threshold=bos_threshold, rule=rule)
 shape = tiers.apply(lambda dev: findings.trajectory_shape(findings.bos_fraction(dev, threshold=bos_threshold,
                                                                               rule=rule),

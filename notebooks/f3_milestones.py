@@ -61,11 +61,8 @@ import pandas as pd
 
 from circuitdev import findings, plots
 
-nb.setup()
-nb.use_data_dir(data_dir)
-tiers = nb.load_tiers(sources, published_dir=published_dir, results_dir=results_dir, panels=panels)
-glue = nb.Glue("f3")
-absent = nb.absent_notes(tiers)
+tiers, glue = nb.open_chapter("f3", sources, data_dir=data_dir, published_dir=published_dir,
+                              results_dir=results_dir, panels=panels)
 ms = tiers.apply(findings.milestones, rule=rule, sustained=sustained)
 gaps = tiers.apply(lambda dev: findings.milestone_gap(findings.milestones(dev, rule=rule, sustained=sustained),
                                                       start=gap_start, end=gap_end))

@@ -52,11 +52,8 @@ nb.check_notebook_parameters(globals(), _before)
 # %% tags=["hide-input"]
 from circuitdev import findings, plots
 
-nb.setup()
-nb.use_data_dir(data_dir)
-tiers = nb.load_tiers(sources, published_dir=published_dir, results_dir=results_dir, panels=panels)
-glue = nb.Glue("f4")
-absent = nb.absent_notes(tiers)
+tiers, glue = nb.open_chapter("f4", sources, data_dir=data_dir, published_dir=published_dir,
+                              results_dir=results_dir, panels=panels)
 recall = tiers.apply(findings.circuit_recall, threshold=induction_threshold)
 reached = tiers.apply(lambda dev: findings.recall_milestones(findings.circuit_recall(
     dev, threshold=induction_threshold), levels=levels))

@@ -68,11 +68,8 @@ import pandas as pd
 
 from circuitdev import findings, plots
 
-nb.setup()
-nb.use_data_dir(data_dir)
-tiers = nb.load_tiers(sources, published_dir=published_dir, results_dir=results_dir, panels=panels)
-glue = nb.Glue("f5")
-absent = nb.absent_notes(tiers)
+tiers, glue = nb.open_chapter("f5", sources, data_dir=data_dir, published_dir=published_dir,
+                              results_dir=results_dir, panels=panels)
 tau = findings.FORMATION_THRESHOLDS.get(head_class, 30.0) if threshold is None else threshold
 traj = tiers.apply(findings.head_trajectories, head_class=head_class, threshold=tau)
 leads = pd.concat([tiers.apply(findings.pr_lead, head_class=c, rule=elevation_rule, level=elevation_level)

@@ -58,11 +58,8 @@ import pandas as pd
 
 from circuitdev import findings, plots
 
-nb.setup()
-nb.use_data_dir(data_dir)
-tiers = nb.load_tiers(sources, published_dir=published_dir, results_dir=results_dir, panels=panels)
-glue = nb.Glue("f6")
-absent = nb.absent_notes(tiers)
+tiers, glue = nb.open_chapter("f6", sources, data_dir=data_dir, published_dir=published_dir,
+                              results_dir=results_dir, panels=panels)
 ours = nb.record_nulls(tiers)
 paper = nb.paper_noise_floor()
 glue("paper-p99-range", f"{paper['null_p99'].min():g}–{paper['null_p99'].max():g}×")

@@ -56,11 +56,8 @@ nb.check_notebook_parameters(globals(), _before)
 # %% tags=["hide-input"]
 from circuitdev import findings, plots
 
-nb.setup()
-nb.use_data_dir(data_dir)
-tiers = nb.load_tiers(sources, published_dir=published_dir, results_dir=results_dir, panels=panels)
-glue = nb.Glue("sens")
-absent = nb.absent_notes(tiers)
+tiers, glue = nb.open_chapter("sens", sources, data_dir=data_dir, published_dir=published_dir,
+                              results_dir=results_dir, panels=panels)
 glue("bos-threshold", bos_threshold, "{:g}×")
 glue("ind-threshold", induction_threshold, "{:g}×")
 sens = tiers.apply(findings.threshold_sensitivity, head_classes=head_classes, rule=rule, final_only=True)

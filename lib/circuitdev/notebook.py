@@ -493,6 +493,17 @@ def absent_notes(tiers: Tiers, *, what: str = "this chapter") -> list[str]:
     return absent
 
 
+def open_chapter(prefix: str, sources: Sequence[str], *, data_dir: str | None, published_dir: str | None,
+                 results_dir: str | None, panels: Sequence[str] | None) -> tuple[Tiers, "Glue"]:
+    """The opening of every findings chapter: notebook setup, the data folder, the tiers to show (with a visible note
+    for each absent one) and the chapter's glue under `prefix`."""
+    setup()
+    use_data_dir(data_dir)
+    tiers = load_tiers(sources, published_dir=published_dir, results_dir=results_dir, panels=panels)
+    absent_notes(tiers)
+    return tiers, Glue(prefix)
+
+
 def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index: bool = False,
                formats: dict[str, str | Callable[[Any], str]] | None = None) -> None:
     """A table with a caption; floats with `precision` decimals unless `formats` gives a column its own format

@@ -94,7 +94,7 @@ if not tier.present:
 # %% [markdown]
 # ## The panel
 #
-# Source of this page: **{glue:text}`model-tier`**. {glue:text}`model-summary`
+# Source of this page: **{glue:text}`model-tier`**. {glue:text}`model-summary` {glue:text}`model-screen`
 
 # %% tags=["hide-input"]
 if tier.present:
@@ -103,11 +103,13 @@ if tier.present:
     glue("summary", f"{len(revs)} revisions from {nb.fmt_tokens(revs['tokens_b'].min())} to "
                     f"{nb.fmt_tokens(revs['tokens_b'].max())} training tokens, {int(revs['n_heads'].iloc[0])} heads "
                     f"({dev['layer'].max() + 1} layers × {dev['head'].max() + 1} heads).")
+    glue("screen", nb.screen_settings(tier, name))
     nb.show_table(revs.assign(tokens=revs["tokens_b"].map(nb.fmt_tokens))[
         ["revision", "step", "tokens", "token_fraction", "n_heads"]],
         caption=f"Revisions of {name}. {provenance}", formats={"token_fraction": "{:.2%}"})
 else:
     glue("summary", "No data: see the note above.")
+    glue("screen", "(no screen settings without data)")
 
 # %% [markdown]
 # ## The screen at every revision

@@ -130,3 +130,22 @@ def test_sink_rate():
     assert sink_rate(np.array([0.1, 0.31, 0.5, 0.3])) == 0.5
     with pytest.raises(ValueError, match="epsilon"):
         sink_rate(np.array([0.1]), epsilon=1.5)
+
+
+def test_induction_ceiling_of_the_shared_baseline():
+    """A head with all its attention on B scores size / P(B in baseline), computed independently from the batch."""
+    from circuitdev.screen import induction_ceiling
+
+    for t in (64, 256):
+        batch = induction_batch(4000, t, 42, (300, 1000))
+        rows = torch.zeros(batch.n, 1, 1, t)
+        rows[torch.arange(batch.n), 0, 0, torch.as_tensor(batch.first_a) + 1] = 1.0  # a perfect induction head
+        sel = selectivities(rows, batch)["induction"][0, 0]
+        base = set(baseline_positions(t).tolist())
+        share = np.mean([fa + 1 in base for fa in batch.first_a])  # all N: the baseline averages over every row
+        assert sel == pytest.approx(len(base) / share, rel=1e-4)
+        assert sel == pytest.approx(induction_ceiling(t), rel=0.05)  # first_a is uniform over its range
+        excl = selectivities(rows, batch, baseline_excludes_ab=True)["induction"][0, 0]
+        assert excl > 1e6 and induction_ceiling(t, baseline_excludes_ab=True) == float("inf")
+    # the paper's layout leaves room far above the 50x bar; a 64-token context barely clears it
+    assert induction_ceiling(256) > 200 and 50 < induction_ceiling(64) < 60

@@ -36,9 +36,30 @@ def test_corpus_and_sampler_are_deterministic():
 
 
 def test_grid_resolves_the_transition():
-    g = default_grid(2000)
-    assert g[0] == 0 and g[-1] == 2000 and {1, 4, 16, 64}.issubset(g)
-    assert sum(800 <= s <= 1400 for s in g) >= 6  # dense where the induction transition sits
+    g = default_grid(2500)
+    assert g[0] == 0 and g[-1] == 2500 and {1, 4, 16, 64}.issubset(g)
+    assert sum(250 <= s <= 1250 for s in g) >= 9  # dense where the curriculum puts the induction transition
+    assert 750 in g  # the phase boundary of the shipped recipe (0.3 x 2500)
+
+
+def test_curriculum_phases():
+    from circuitdev.errors import ConfigError
+
+    r = ToyRecipe(steps=100, mixture=Mixture(text=1.0, periodic=0.0, repeat=0.0),
+                  phases=((0.5, Mixture(text=0.0, periodic=0.0, repeat=1.0)),))
+    assert r.mixture_at(1) is r.mixture and r.mixture_at(50) is r.mixture and r.mixture_at(51).repeat == 1.0
+    assert ToyRecipe.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+    assert r.recipe_hash() != r.replace(phases=()).recipe_hash()
+    for bad in (((1.2, Mixture()),), ((0.6, Mixture()), (0.4, Mixture()))):
+        with pytest.raises(ConfigError, match="phases"):
+            ToyRecipe(phases=bad)
+    # the sampler switches kinds in place and keeps its random stream
+    stream = np.arange(5000) % 300
+    s = WindowSampler(stream, r.mixture, 32, (257, 320), seed=1)
+    text = s.batch(4)
+    assert (np.diff(text, axis=1) == 1).mean() > 0.9  # consecutive stream slices
+    s.set_mixture(r.mixture_at(100))
+    assert (s.batch(4) >= 257).all()  # repeat windows draw only probe-range ids
 
 
 def test_recipe_round_trip_and_hash():
@@ -56,6 +77,8 @@ def test_cli_overrides_recipe():
                                       "--set", 'mixture={"repeat": 0.3}'])
     r = recipe_from_args(args)
     assert (r.steps, r.d_model, r.mixture.repeat, r.mixture.text) == (10, 32, 0.3, ToyRecipe().mixture.text)
+    args = build_parser().parse_args(["toy", "train", "--set", 'phases=[[0.5, {"repeat": 1.0, "text": 0, "periodic": 0}]]'])
+    assert recipe_from_args(args).phases == ((0.5, Mixture(text=0, periodic=0, repeat=1.0)),)
     with pytest.raises(ConfigError):
         recipe_from_args(build_parser().parse_args(["toy", "train", "--set", "nope=1"]))
     with pytest.raises(ConfigError):
@@ -66,6 +89,7 @@ def test_each_family_trains_saves_and_writes_panel(trained):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     data, results = trained
+    assert [r["panel"] for r in results] == [PANEL_NAMES[f] for f in FAMILIES]  # family order, whatever ran first
     classes = {"gpt_neox": "GPTNeoXForCausalLM", "olmo": "OlmoForCausalLM", "olmoe": "OlmoeForCausalLM"}
     for family in FAMILIES:
         panel = PANEL_NAMES[family]
@@ -95,6 +119,9 @@ def test_same_seed_same_checkpoint(trained, tmp_path):
     a = load_file(data / "toy" / "toy-pythia" / "step12" / "model.safetensors")
     b = load_file(tmp_path / "toy" / "toy-pythia" / "step12" / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # a changed recipe retrains from scratch and leaves no checkpoint of the old grid behind
+    train_family("gpt_neox", TINY.replace(steps=6, checkpoint_steps=(0, 3, 6)), tmp_path, progress=False)
+    assert sorted(p.name for p in (tmp_path / "toy" / "toy-pythia").glob("step*")) == ["step0", "step3", "step6"]
 
 
 def test_probe_end_to_end(trained):
@@ -109,9 +136,28 @@ def test_probe_end_to_end(trained):
         assert panel.is_local and panel.family == family
         config = panel.probe_config(n=16, n_pr=16, batch_size=16)
         assert config.seq_len == 32 and tuple(config.vocab_range) == TINY.probe_vocab_range
+        assert config.baseline_excludes_ab  # the toy screen's documented variant (screen.induction_ceiling)
         extra = {k: 0 for k in ("n_nulls", "n_prefix") if hasattr(config, k)}
         model = load_revision(panel, panel.revisions[-1], progress=False)
         table = probe_model(model, config.replace(**extra), progress=False)
         assert len(table) == TINY.n_layer * TINY.n_head
         cols = {"sel_induction", "sel_first_token", "sel_first_token_allq", "mass_first_token_allq", "pr"}
         assert cols <= set(table.columns) and table[sorted(cols)].notna().all().all()
+
+
+def test_formation_summary_counts_heads_per_revision():
+    import pandas as pd
+
+    from circuitdev.toy.report import first_formed, formation_summary
+
+    def rev(name, tokens, ind, s2a, allq):
+        return pd.DataFrame({"revision": name, "tokens": tokens, "layer": [0, 1, 2], "head": 0,
+                             "sel_induction": ind, "sel_first_token": s2a, "sel_first_token_allq": allq,
+                             "mass_first_token_allq": [0.0, 0.1, 0.4]})
+
+    df = pd.concat([rev("step9", 900, [1, 60, 2], [0, 0, 40], [0, 0, 31]), rev("step1", 100, [1, 2, 3], [0, 0, 0], [0, 0, 0])])
+    s = formation_summary(df)
+    assert list(s["revision"]) == ["step1", "step9"]  # token order
+    assert s.iloc[1][["n_induction", "n_sink_2a", "n_sink_allq"]].tolist() == [1, 1, 1]
+    assert s.iloc[1]["induction_layers"] == [1] and s.iloc[1]["sink_2a_layers"] == [2]
+    assert first_formed(s, "n_induction") == "step9" and first_formed(s, "n_sink_2a", at_least=2) is None

@@ -702,6 +702,25 @@ __all__ = ["TIERS", "Tier", "Tiers", "Glue", "check_parameters", "check_notebook
 # ------------------------------------------------------------------------------------------------ one model panel
 
 
+def screen_settings(tier: Tier, panel: str) -> str:
+    """One sentence on the context length and baseline the screen used, with the induction ceiling it implies."""
+    from circuitdev.screen import induction_ceiling
+
+    cfg = tier.probe_configs.get(panel) or ({"seq_len": 256} if tier.name == "published" else None)
+    if not cfg:
+        return "The screen settings are not recorded for this source."
+    t, excl = int(cfg.get("seq_len", 256)), bool(cfg.get("baseline_excludes_ab", False))
+    ceiling = induction_ceiling(t, baseline_size=int(cfg.get("baseline_size", 50)),
+                                baseline_seed=int(cfg.get("baseline_seed", 0)),
+                                first_a_range=cfg.get("first_a_range"))
+    if excl:
+        return (f"The screen ran at T = {t} with each sequence's A and B left out of the baseline (a documented "
+                f"variant): under the paper's shared baseline a head with all its attention on B could score at "
+                f"most {ceiling:.0f}× at this length, so the 50× bar would be nearly out of reach.")
+    return (f"The screen ran at T = {t} with the paper's shared 50-position baseline; at this length a head with all "
+            f"its attention on B scores at most {ceiling:.0f}× (`circuitdev.screen.induction_ceiling`).")
+
+
 def panel_name(panel: str) -> str:
     """The name of a panel given as a name or a panel file (a results sub-folder name is returned as is)."""
     from circuitdev.panels import load_panel

@@ -94,6 +94,32 @@ def baseline_attention(
     return (summed / keep.sum()).numpy()
 
 
+def induction_ceiling(
+    seq_len: int = 256,
+    *,
+    baseline_size: int = 50,
+    baseline_seed: int = 0,
+    first_a_range: tuple[int, int] | None = None,
+    baseline_excludes_ab: bool = False,
+) -> float:
+    """The largest induction selectivity any head can score: the one that puts all its attention on B.
+
+    The paper's baseline is a fixed position set that does not exclude each sequence's B, so a perfect induction head
+    lifts its own baseline whenever B falls on a baseline position: selectivity <= size / P(B in baseline), with B
+    uniform over the first-A range + 1. At T = 256 that ceiling is ~235x, far above the 50x bar; at T = 64 the 50
+    positions cover almost every position and the ceiling drops to ~56x, so 50x would need ~90% of the head's mass
+    on B. Use it to read short-context (toy) selectivities, or pass `baseline_excludes_ab=True` (no ceiling: inf).
+    """
+    from circuitdev.batch import default_first_a_range
+
+    if baseline_excludes_ab:
+        return float("inf")
+    base = set(baseline_positions(seq_len, baseline_size, baseline_seed).tolist())
+    lo, hi = first_a_range if first_a_range is not None else default_first_a_range(seq_len)
+    share = np.mean([b + 1 in base for b in range(lo, hi)])  # P(B = first_a + 1 is a baseline position)
+    return float("inf") if share == 0 else float(len(base) / share)
+
+
 def selectivities(
     attn_rows: torch.Tensor,
     batch: InductionBatch,

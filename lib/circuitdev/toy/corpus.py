@@ -83,13 +83,18 @@ class WindowSampler:
     """Draws (B, T) training batches from the mixture, deterministically from its own numpy Generator."""
 
     def __init__(self, stream: np.ndarray, mixture: Mixture, seq_len: int, vocab_range: tuple[int, int], seed: int):
-        self.stream, self.mix, self.T, self.vocab_range = stream, mixture, seq_len, vocab_range
+        self.stream, self.T, self.vocab_range = stream, seq_len, vocab_range
         self.rng = np.random.default_rng([seed, 2])
+        self._bc = None
+        self.set_mixture(mixture)
+
+    def set_mixture(self, mixture: Mixture) -> None:
+        """Switch the mixture (curriculum phases); the random stream continues."""
+        self.mix = mixture
         w = np.array([mixture.text, mixture.periodic, mixture.repeat, mixture.recall, mixture.backcopy], dtype=float)
         if w.sum() <= 0:
             raise ValueError("the mixture needs at least one positive share")
         self.kind_p = w / w.sum()
-        self._bc = None
 
     def batch(self, b: int) -> np.ndarray:
         kinds = self.rng.choice(len(self.kind_p), size=b, p=self.kind_p)
@@ -117,7 +122,7 @@ class WindowSampler:
         lo, hi = self.vocab_range
         seq = self.rng.integers(lo, hi, size=self.T)
         for _ in range(self.rng.integers(*self.mix.repeat_spans)):
-            n = int(self.rng.integers(*self.mix.repeat_len))
+            n = min(int(self.rng.integers(*self.mix.repeat_len)), (self.T - 1) // 2)  # both copies must fit
             src = int(self.rng.integers(0, self.T - 2 * n))
             dst = int(self.rng.integers(src + n, self.T - n + 1))
             seq[dst:dst + n] = seq[src:src + n]

@@ -32,10 +32,11 @@ PANEL_NAMES = {"gpt_neox": "toy-pythia", "olmo": "toy-olmo", "olmoe": "toy-olmoe
 class Mixture:
     """Share of each kind of training window (normalised at sampling time); see `circuitdev.toy.corpus`.
 
-    The shipped shares (text .4, periodic .4, repeat .2) are the only ones found that make general induction heads
-    within budget: periodic windows make the circuit form fast, the repeat windows (the probe's own layout: random
-    filler with a span seen twice) make it work with a single earlier match. recall / backcopy / bos are the sink
-    experiments documented in book/toy_recipe.md (off by default: they stalled induction within budget)."""
+    The class defaults (text .4, periodic .4, repeat .2) are the shipped recipe's second phase: periodic windows keep
+    the circuit sharp, the repeat windows (the probe's own layout: random filler with a span seen twice) make it work
+    with a single earlier match. The first phase (`ToyRecipe.mixture`) has no repeat windows: random-filler windows
+    from step 0 delay or prevent the circuit (book/toy_recipe.md). recall / backcopy / bos are the sink experiments
+    documented there (off by default)."""
 
     text: float = 0.4  # a window cut from the packed synthetic corpus
     periodic: float = 0.4  # a random 4-16-token span (ids in the probe range) repeated to fill the window
@@ -71,10 +72,14 @@ class ToyRecipe:
     lr: float = 3e-3
     warmup: int = 50
     min_lr_frac: float = 0.1  # cosine decay to lr * min_lr_frac
-    weight_decay: float = 0.0  # 0 helped induction and sinks (toy_panel_notes)
+    weight_decay: float = 0.1  # 0.1 gave sharper induction heads than 0 in the curriculum runs (toy_recipe.md)
     betas: tuple[float, float] = (0.9, 0.95)
     grad_clip: float = 1.0
-    mixture: Mixture = field(default_factory=Mixture)
+    # curriculum: `mixture` from step 1, then each (start fraction of `steps`, Mixture) of `phases` in order.
+    # Shipped: text + periodic windows first (the circuit forms fast and at the same point for every seed tried),
+    # then the repeat windows join (the circuit generalises to a single earlier match, as the probe needs).
+    mixture: Mixture = field(default_factory=lambda: Mixture(text=0.5, periodic=0.5, repeat=0.0))
+    phases: tuple[tuple[float, Mixture], ...] = ((0.3, Mixture()),)
     # --- checkpoints: steps saved (always including 0 and `steps`); None = `default_grid(steps)`
     checkpoint_steps: tuple[int, ...] | None = None
     # --- probe defaults written to the panel file (ProbeConfig field names)
@@ -93,7 +98,20 @@ class ToyRecipe:
         if self.vocab_size < 300:
             raise ConfigError(f"vocab_size={self.vocab_size} must exceed the 257 byte-level ids plus merges (>= 300)")
         if isinstance(self.mixture, dict):
-            object.__setattr__(self, "mixture", Mixture(**self.mixture))
+            object.__setattr__(self, "mixture", _mixture(self.mixture))
+        phases = tuple((float(f), _mixture(m) if isinstance(m, dict) else m) for f, m in self.phases)
+        object.__setattr__(self, "phases", phases)
+        starts = [f for f, _ in phases]
+        if any(not 0 < f < 1 for f in starts) or starts != sorted(starts):
+            raise ConfigError(f"phases must start at increasing fractions strictly between 0 and 1, got {starts}")
+
+    def mixture_at(self, step: int) -> Mixture:
+        """The mixture in force at training step `step` (1-based)."""
+        current = self.mixture
+        for start, mix in self.phases:
+            if step > start * self.steps:
+                current = mix
+        return current
 
     def panel_name(self, family: str) -> str:
         return PANEL_NAMES[family] + self.panel_suffix
@@ -113,6 +131,9 @@ class ToyRecipe:
     def probe_defaults(self) -> dict:
         return {"seq_len": self.probe_seq_len, "vocab_range": list(self.probe_vocab_range), "n": self.probe_n,
                 "n_pr": min(500, self.probe_n),
+                # at T = 64 the paper's 50 fixed baseline positions cover ~90% of the positions B can take, which caps
+                # induction selectivity near 56x (screen.induction_ceiling); excluding each sequence's A/B lifts it
+                "baseline_excludes_ab": True,
                 # big chunks: a toy revision's whole batch fits in memory, and each nnsight trace has a fixed cost
                 "batch_size": 250}
 
@@ -127,7 +148,9 @@ class ToyRecipe:
         d = dict(d)
         try:
             if isinstance(d.get("mixture"), dict):
-                d["mixture"] = Mixture(**{k: tuple(v) if isinstance(v, list) else v for k, v in d["mixture"].items()})
+                d["mixture"] = _mixture(d["mixture"])
+            if d.get("phases"):
+                d["phases"] = tuple((f, _mixture(m) if isinstance(m, dict) else m) for f, m in d["phases"])
             for k in ("betas", "checkpoint_steps"):
                 if d.get(k) is not None:
                     d[k] = tuple(d[k])
@@ -146,6 +169,13 @@ class ToyRecipe:
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:12]
 
 
+def _mixture(d: dict) -> Mixture:
+    try:
+        return Mixture(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+    except TypeError as err:
+        raise ConfigError(f"invalid mixture: {err}; see circuitdev.toy.Mixture for the fields") from None
+
+
 def first_merge_id() -> int:
     """Special tokens take ids 0.., the 256 byte-level symbols follow, merges start after them."""
     from circuitdev.toy.tokenizer import SPECIAL_TOKENS
@@ -154,13 +184,13 @@ def first_merge_id() -> int:
 
 
 def default_grid(steps: int) -> tuple[int, ...]:
-    """Log-spaced early points plus a dense stretch over the induction transition (measured at 50-60% of a
-    2000-step run) and the slower growth after it.
+    """Log-spaced early points, a dense stretch over the induction transition (which the curriculum puts at 10-30%
+    of the run, inside the first phase), one point at each phase boundary and wider steps after it.
 
-    At 2000 steps: 0 1 4 16 64 128 256 400 600 800 900 1000 1100 1200 1300 1400 1600 1800 2000.
+    At 2500 steps: 0 1 4 16 64 160 250 350 450 550 650 750 875 1000 1250 1500 1750 2100 2500.
     """
-    frac = (0, 1 / 2000, 4 / 2000, 16 / 2000, 64 / 2000, 0.064, 0.128, 0.20, 0.30, 0.40, 0.45, 0.50, 0.55, 0.60,
-            0.65, 0.70, 0.80, 0.90, 1.0)
+    frac = (0, 0.0004, 0.0016, 0.0064, 0.0256, 0.064, 0.10, 0.14, 0.18, 0.22, 0.26, 0.30, 0.35, 0.40, 0.50, 0.60,
+            0.70, 0.84, 1.0)
     return tuple(sorted({max(0, min(steps, round(f * steps))) for f in frac}))
 
 
@@ -171,5 +201,5 @@ PRESETS: dict[str, ToyRecipe] = {
     # sink variant: no random-filler repeats and long periods, so the upper layers idle on random ids and park on
     # position 0 (layers 2-3, mass ~0.2, layers 0-1 free) -- but no induction head forms (toy_recipe.md).
     "sink": ToyRecipe(steps=2000, mixture=Mixture(text=0.5, periodic=0.5, repeat=0.0, period_range=(8, 33)),
-                      panel_suffix="-sink"),
+                      phases=(), weight_decay=0.0, panel_suffix="-sink"),
 }

@@ -13,9 +13,9 @@ def heads_at(table: pd.DataFrame, column: str, threshold: float) -> list[tuple[i
 def formation_summary(df: pd.DataFrame, *, induction: float = 50.0, sink: float = 30.0) -> pd.DataFrame:
     """One row per revision (in token order): counts and layers of induction heads (sel_induction >= induction),
     second-A sinks (sel_first_token >= sink) and all-query sinks (sel_first_token_allq >= sink), with the largest
-    all-query attention mass on position 0 beside them. `df` holds probe tables with `rev` and `tokens` columns."""
+    all-query attention mass on position 0 beside them. `df` is a developmental table (`store.load_panel_table`)."""
     rows = []
-    for (rev, tokens), t in df.groupby(["rev", "tokens"], sort=False):
+    for (rev, tokens), t in df.groupby(["revision", "tokens"], sort=False):
         ind, s2a, saq = (heads_at(t, c, th) for c, th in (("sel_induction", induction), ("sel_first_token", sink),
                                                             ("sel_first_token_allq", sink)))
         rows.append({

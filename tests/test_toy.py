@@ -29,6 +29,9 @@ def trained(tmp_path_factory):
 def test_corpus_and_sampler_are_deterministic():
     assert generate_corpus(3, 2000, 100) == generate_corpus(3, 2000, 100)
     assert generate_corpus(3, 2000, 100) != generate_corpus(4, 2000, 100)
+    topics = generate_corpus(3, 2000, 100, n_topics=4)
+    assert topics == generate_corpus(3, 2000, 100, n_topics=4) and topics != generate_corpus(3, 2000, 100)
+    assert ToyRecipe(n_topics=4).corpus_hash() != ToyRecipe().corpus_hash()
     stream = np.arange(500) % 300
     a = WindowSampler(stream, Mixture(0.3, 0.3, 0.4), 32, (257, 320), seed=1).batch(8)
     b = WindowSampler(stream, Mixture(0.3, 0.3, 0.4), 32, (257, 320), seed=1).batch(8)

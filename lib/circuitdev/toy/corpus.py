@@ -36,8 +36,12 @@ def make_lexicon(rng: np.random.Generator, size: int) -> list[str]:
 
 
 def generate_corpus(seed: int, n_words: int, lexicon_size: int, *, zipf_a: float = 1.1, n_successors: int = 8,
-                    backoff: float = 0.3, mean_sentence: float = 12.0, mean_doc_sentences: float = 6.0) -> list[str]:
-    """Documents (strings) of ~n_words words in total, deterministic in `seed`."""
+                    backoff: float = 0.3, mean_sentence: float = 12.0, mean_doc_sentences: float = 6.0,
+                    n_topics: int = 0) -> list[str]:
+    """Documents (strings) of ~n_words words in total, deterministic in `seed`.
+
+    n_topics > 0: each document draws a topic, and its unigram (backoff) words follow that topic's own Zipf ranking of
+    the lexicon -- document-level context that only a head averaging over the window can pick up."""
     rng = np.random.default_rng([seed, 1])
     lex = make_lexicon(rng, lexicon_size)
     unigram = 1.0 / np.arange(1, lexicon_size + 1) ** zipf_a
@@ -48,6 +52,9 @@ def generate_corpus(seed: int, n_words: int, lexicon_size: int, *, zipf_a: float
     # draw everything up front (vectorised), then walk the chain
     u_back, u_succ = rng.random(n_words), rng.random(n_words)
     uni_draws = rng.choice(lexicon_size, size=n_words, p=unigram)
+    if n_topics:
+        topic_draws = np.stack([rng.permutation(lexicon_size)[uni_draws] for _ in range(n_topics)])  # (K, n_words)
+        topic_of_doc = rng.integers(n_topics, size=n_words + 1)  # one per document (indexed by document count)
     ends = rng.random(n_words) < 1.0 / mean_sentence
     doc_ends = rng.random(n_words) < 1.0 / (mean_sentence * mean_doc_sentences)
     commas = rng.random(n_words) < 0.06
@@ -57,7 +64,7 @@ def generate_corpus(seed: int, n_words: int, lexicon_size: int, *, zipf_a: float
         if i and u_back[i] >= backoff and sent:
             w = int(succ[w, min(int(np.searchsorted(succ_cdf[w], u_succ[i])), n_successors - 1)])
         else:
-            w = int(uni_draws[i])
+            w = int(topic_draws[topic_of_doc[len(docs)], i]) if n_topics else int(uni_draws[i])
         sent.append(lex[w] + ("," if commas[i] else ""))
         if ends[i] or doc_ends[i] or i == n_words - 1:
             s = " ".join(sent).rstrip(",")

@@ -55,6 +55,7 @@ class ToyRecipe:
     # --- corpus (procedural, see corpus.py) and tokenizer
     corpus_words: int = 400_000  # words of synthetic text generated (~1.5 tokens per word)
     lexicon_size: int = 2000  # distinct pseudo-words (Zipf-distributed)
+    n_topics: int = 0  # documents draw one of n topics that re-rank the unigram words (0: no topics)
     vocab_size: int = 1024  # byte-level BPE vocabulary, special tokens included
     # --- model (shared by all families; OLMoE splits its MLP into experts)
     n_layer: int = 4
@@ -164,7 +165,7 @@ class ToyRecipe:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
     def corpus_hash(self) -> str:
-        keys = ("seed", "corpus_words", "lexicon_size", "vocab_size")
+        keys = ("seed", "corpus_words", "lexicon_size", "vocab_size") + (("n_topics",) if self.n_topics else ())
         payload = {"format": CORPUS_FORMAT, **{k: getattr(self, k) for k in keys}}
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:12]
 

@@ -86,7 +86,7 @@ def prepare_corpus(recipe: ToyRecipe, data_dir: Path | None = None) -> Path:
     if (folder / "stream.npy").exists() and (folder / "tokenizer.json").exists():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    docs = generate_corpus(recipe.seed, recipe.corpus_words, recipe.lexicon_size)
+    docs = generate_corpus(recipe.seed, recipe.corpus_words, recipe.lexicon_size, n_topics=recipe.n_topics)
     tok = train_tokenizer(docs, recipe.vocab_size)
     stream = pack(tok, docs, EOS_ID)
     tmp = folder / f"stream.{os.getpid()}.npy"

@@ -76,7 +76,8 @@ class ToyRecipe:
     weight_decay: float = 0.1  # 0.1 gave sharper induction heads than 0 in the curriculum runs (toy_recipe.md)
     betas: tuple[float, float] = (0.9, 0.95)
     grad_clip: float = 1.0
-    # curriculum: `mixture` from step 1, then each (start fraction of `steps`, Mixture) of `phases` in order.
+    # curriculum: `mixture` from step 1, then each (start fraction of `steps`, Mixture) of `phases` in order
+    # (a phase given as a dict, e.g. via `--set phases=...`, fills unset fields with the Mixture class defaults).
     # Shipped: text + periodic windows first (the circuit forms fast and at the same point for every seed tried),
     # then the repeat windows join (the circuit generalises to a single earlier match, as the probe needs).
     mixture: Mixture = field(default_factory=lambda: Mixture(text=0.5, periodic=0.5, repeat=0.0))
@@ -185,8 +186,8 @@ def first_merge_id() -> int:
 
 
 def default_grid(steps: int) -> tuple[int, ...]:
-    """Log-spaced early points, a dense stretch over the induction transition (which the curriculum puts at 10-30%
-    of the run, inside the first phase), one point at each phase boundary and wider steps after it.
+    """Log-spaced early points, a dense stretch over the induction transition (measured at 18-35% of the shipped
+    run, around its phase boundary at 30%), and wider steps after it.
 
     At 2500 steps: 0 1 4 16 64 160 250 350 450 550 650 750 875 1000 1250 1500 1750 2100 2500.
     """

@@ -55,10 +55,8 @@ import pandas as pd
 from circuitdev import plots
 from circuitdev.audit import CLAIMS_PATH, run_audit
 
-nb.setup()
-tiers = nb.load_tiers(["published"], published_dir=published_dir)
-glue = nb.Glue("audit")
-absent = nb.absent_notes(tiers, what="the audit")
+tiers, glue = nb.open_chapter("audit", ["published"], data_dir=data_dir, published_dir=published_dir,
+                              results_dir=None, panels=None, what="the audit")
 pub = tiers.get("published")
 if pub is not None:
     result = run_audit(pub.table, claims=claims_file or CLAIMS_PATH, published=pub.published)

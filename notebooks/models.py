@@ -42,12 +42,9 @@ import pandas as pd
 
 from circuitdev import findings
 
-nb.setup()
-nb.use_data_dir(data_dir)
-tiers = nb.load_tiers(["published", "toy", "measured"], published_dir=published_dir, results_dir=results_dir,
-                      panels=panels)
-glue = nb.Glue("models")
-absent = nb.absent_notes(tiers, what="the appendices")
+tiers, glue = nb.open_chapter("models", ["published", "toy", "measured"], data_dir=data_dir,
+                              published_dir=published_dir, results_dir=results_dir, panels=panels,
+                              what="the appendices")
 rows = []
 for t in tiers.present:
     revs = findings.revisions(t.table)

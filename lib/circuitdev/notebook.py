@@ -494,13 +494,15 @@ def absent_notes(tiers: Tiers, *, what: str = "this chapter") -> list[str]:
 
 
 def open_chapter(prefix: str, sources: Sequence[str], *, data_dir: str | None, published_dir: str | None,
-                 results_dir: str | None, panels: Sequence[str] | None) -> tuple[Tiers, "Glue"]:
-    """The opening of every findings chapter: notebook setup, the data folder, the tiers to show (with a visible note
-    for each absent one) and the chapter's glue under `prefix`."""
+                 results_dir: str | None, panels: Sequence[str] | None, what: str = "this chapter"
+                 ) -> tuple[Tiers, "Glue"]:
+    """The opening of every multi-tier page (findings chapters, the audit, the appendix index): notebook setup, the
+    data folder, the tiers to show (with a visible note for each absent one, naming `what`) and the glue under
+    `prefix`."""
     setup()
     use_data_dir(data_dir)
     tiers = load_tiers(sources, published_dir=published_dir, results_dir=results_dir, panels=panels)
-    absent_notes(tiers)
+    absent_notes(tiers, what=what)
     return tiers, Glue(prefix)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from circuitdev.batch import InductionBatch
+from circuitdev.batch import InductionBatch, default_first_a_range
 from circuitdev.errors import ConfigError, NumericalError
 from circuitdev.schema import HeadClass
 
@@ -110,8 +110,6 @@ def induction_ceiling(
     positions cover almost every position and the ceiling drops to ~56x, so 50x would need ~90% of the head's mass
     on B. Use it to read short-context (toy) selectivities, or pass `baseline_excludes_ab=True` (no ceiling: inf).
     """
-    from circuitdev.batch import default_first_a_range
-
     if baseline_excludes_ab:
         return float("inf")
     base = set(baseline_positions(seq_len, baseline_size, baseline_seed).tolist())

@@ -148,11 +148,7 @@ class ToyRecipe:
     @classmethod
     def from_dict(cls, d: dict) -> "ToyRecipe":
         d = dict(d)
-        try:
-            if isinstance(d.get("mixture"), dict):
-                d["mixture"] = _mixture(d["mixture"])
-            if d.get("phases"):
-                d["phases"] = tuple((f, _mixture(m) if isinstance(m, dict) else m) for f, m in d["phases"])
+        try:  # mixture / phases given as dicts are converted by __post_init__
             for k in ("betas", "checkpoint_steps"):
                 if d.get(k) is not None:
                     d[k] = tuple(d[k])

@@ -166,8 +166,8 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
     if 0 in grid:
         save(0)
     for step in range(1, recipe.steps + 1):
-        if recipe.phases and recipe.mixture_at(step) is not sampler.mix:
-            sampler.set_mixture(recipe.mixture_at(step))
+        if (mix := recipe.mixture_at(step)) is not sampler.mix:  # a curriculum phase starts
+            sampler.set_mixture(mix)
         x = torch.from_numpy(sampler.batch(recipe.batch_size))  # (B, T)
         for g in opt.param_groups:
             g["lr"] = lr_at(step - 1, recipe)

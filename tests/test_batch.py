@@ -75,6 +75,19 @@ def test_repeated_batch_halves():
     np.testing.assert_array_equal(r[:, :16], r[:, 16:])
 
 
+def test_first_token_overwrites_position_zero_only():
+    """A BOS at position 0 (models trained with one) leaves the paper's draw -- A/B, filler, query -- untouched."""
+    plain = induction_batch(n=80, seq_len=64, vocab_range=(3, 500))
+    bos = induction_batch(n=80, seq_len=64, vocab_range=(3, 500), first_token=0)
+    assert (bos.tokens[:, 0] == 0).all()
+    np.testing.assert_array_equal(bos.tokens[:, 1:], plain.tokens[:, 1:])
+    np.testing.assert_array_equal(bos.first_a, plain.first_a)
+    np.testing.assert_array_equal(bos.target, plain.target)
+    r = repeated_batch(4, 32, 0, (3, 50), first_token=1)
+    assert (r[:, 0] == 1).all()
+    np.testing.assert_array_equal(r[:, :16], r[:, 16:])  # still an exact repeat
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

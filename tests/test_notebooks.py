@@ -260,3 +260,15 @@ def test_show_figure_emits_a_numbered_myst_figure_and_an_html_twin(monkeypatch):
     assert md.startswith("```{figure} data:image/png;base64,") and ":name: fig-test" in md
     assert "A caption." in md and "<small>Source: test</small>" in md
     assert bundle["text/html"].startswith("<figure><img src=\"data:image/png;base64,")
+
+
+def test_screen_settings_names_the_baseline_and_the_first_token():
+    from types import SimpleNamespace
+
+    toy = SimpleNamespace(name="records", probe_configs={"toy-pythia": {"seq_len": 64, "baseline_excludes_ab": True,
+                                                                        "first_token_id": 0}})
+    text = nb.screen_settings(toy, "toy-pythia")
+    assert "T = 64" in text and "left out of the baseline" in text and "BOS token (id 0" in text
+    real = SimpleNamespace(name="records", probe_configs={"pythia-1b": {"seq_len": 256, "first_token_id": None}})
+    text = nb.screen_settings(real, "pythia-1b")
+    assert "shared 50-position baseline" in text and "BOS" not in text

@@ -38,6 +38,21 @@ def test_probe_matches_numpy_reference(family):
     assert table.attrs["null"]["n_nulls"] == 3 and table.attrs["timings"]["total_s"] > 0
 
 
+def test_probe_with_first_token_id_reads_attention_to_that_token():
+    """first_token_id puts a BOS at position 0; the first-token columns then measure attention to it."""
+    model = tiny_model("gpt_neox")
+    table = probe_model(model, CFG.replace(first_token_id=0, n_prefix=0, n_nulls=0), progress=False)
+    b = induction_batch(24, 32, 42, (3, 120))
+    tokens = b.tokens.copy()
+    tokens[:, 0] = 0
+    with torch.no_grad():
+        att = model(torch.as_tensor(tokens), output_attentions=True).attentions
+    first = np.stack([x[:, :, -1, 0].numpy() for x in att], 1).mean(0)  # (L, H)
+    np.testing.assert_allclose(table["mass_first_token"], first.ravel(), rtol=1e-4)
+    plain = probe_model(model, CFG.replace(n_prefix=0, n_nulls=0), progress=False)
+    assert not np.allclose(plain["mass_first_token"], table["mass_first_token"])
+
+
 def test_probe_is_deterministic():
     model = tiny_model("olmoe")
     a = probe_model(model, CFG, progress=False)
@@ -62,3 +77,11 @@ def test_config_errors():
         ProbeConfig().replace(thresold=3)
     assert ProbeConfig().config_hash() == ProbeConfig(batch_size=64).config_hash()
     assert ProbeConfig().config_hash() != ProbeConfig(bos_threshold=50).config_hash()
+    with pytest.raises(ConfigError, match="first_token_id"):
+        ProbeConfig(first_token_id=-1)
+
+
+def test_first_token_id_keeps_old_hashes():
+    """Stored records are keyed by config hash: adding the field must not re-key every existing record."""
+    assert ProbeConfig().config_hash() == "1ac1b418616b"  # the hash before first_token_id existed
+    assert ProbeConfig(first_token_id=0).config_hash() != ProbeConfig().config_hash()

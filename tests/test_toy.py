@@ -48,8 +48,8 @@ def test_grid_resolves_the_transition():
 def test_curriculum_phases():
     from circuitdev.errors import ConfigError
 
-    r = ToyRecipe(steps=100, mixture=Mixture(text=1.0, periodic=0.0, repeat=0.0),
-                  phases=((0.5, Mixture(text=0.0, periodic=0.0, repeat=1.0)),))
+    r = ToyRecipe(steps=100, mixture=Mixture(text=1.0, periodic=0.0, repeat=0.0, backcopy=0.0, bos=False),
+                  phases=((0.5, Mixture(text=0.0, periodic=0.0, repeat=1.0, backcopy=0.0, bos=False)),))
     assert r.mixture_at(1) is r.mixture and r.mixture_at(50) is r.mixture and r.mixture_at(51).repeat == 1.0
     assert ToyRecipe.from_dict(json.loads(json.dumps(r.to_dict()))) == r
     assert r.recipe_hash() != r.replace(phases=()).recipe_hash()
@@ -63,6 +63,30 @@ def test_curriculum_phases():
     assert (np.diff(text, axis=1) == 1).mean() > 0.9  # consecutive stream slices
     s.set_mixture(r.mixture_at(100))
     assert (s.batch(4) >= 257).all()  # repeat windows draw only probe-range ids
+
+
+def test_bos_and_backcopy_windows():
+    """Every window starts with the BOS; after a (gate, trigger) bigram the next token copies the one before the gate
+    -- the context-gated Bigram-Backcopy rule that makes the copying head dormant elsewhere."""
+    from circuitdev.toy.tokenizer import EOS_ID
+
+    s = WindowSampler(np.arange(5000) % 300, Mixture(text=0, periodic=0, repeat=0, backcopy=1.0), 64, (257, 1024), seed=2)
+    x = s.batch(64)
+    assert (x[:, 0] == EOS_ID).all() and (x[:, 1:] >= 257).all()
+    _, _, triggers, gates = s._bc
+    events = [(b, i) for b in range(64) for i in range(3, 63) if x[b, i] in triggers and x[b, i - 1] in gates]
+    assert len(events) > 100
+    copied = np.mean([x[b, i + 1] == x[b, i - 2] for b, i in events])
+    assert copied > 0.95  # the Markov chain can emit a (gate, trigger) bigram by chance, without the copy
+
+
+def test_probe_defaults_follow_bos():
+    from circuitdev.toy.recipe import PRESETS
+
+    assert ToyRecipe().probe_defaults()["first_token_id"] == 0  # trained with a BOS: probed with it at position 0
+    nobos = PRESETS["nobos"]
+    assert "first_token_id" not in nobos.probe_defaults() and not nobos.trains_with_bos
+    assert nobos.panel_name("olmo") == "toy-olmo-nobos"
 
 
 def test_recipe_round_trip_and_hash():

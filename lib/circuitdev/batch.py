@@ -54,11 +54,14 @@ def induction_batch(
     vocab_range: tuple[int, int] = (100, 10000),
     *,
     first_a_range: tuple[int, int] | None = None,
+    first_token: int | None = None,
 ) -> InductionBatch:
     """Build the batch exactly as `build_induction_batch` does (one `RandomState(seed)`, draws in the paper's order).
 
     vocab_range is half-open [lo, hi). Use the defaults for the real 1B models; for a toy model pass a vocab range
     inside its vocabulary and a shorter seq_len (first_a_range then follows `default_first_a_range`).
+    first_token: None keeps the paper's random filler at position 0; an id (a BOS) is written there after the draw,
+    so every other token, A/B position and the RNG stream stay exactly the paper's.
     """
     lo, hi = (int(v) for v in vocab_range)
     if n < 1:
@@ -100,6 +103,8 @@ def induction_batch(
                 tok[k] = rng.randint(lo, hi)
         tok[seq_len - 1] = a
         tokens[i], first_a[i] = tok, ab
+    if first_token is not None:
+        tokens[:, 0] = first_token  # first_a >= 1: the bigram is never overwritten
     target = tokens[np.arange(n), first_a + 1]
     return InductionBatch(tokens, first_a, seq_len - 1, target, valid_mask(tokens, target))
 
@@ -110,12 +115,16 @@ def valid_mask(tokens: np.ndarray, target: np.ndarray) -> np.ndarray:
     return counts == 1
 
 
-def repeated_batch(n: int, seq_len: int, seed: int, vocab_range: tuple[int, int]) -> np.ndarray:
+def repeated_batch(n: int, seq_len: int, seed: int, vocab_range: tuple[int, int], *,
+                   first_token: int | None = None) -> np.ndarray:
     """(n, seq_len) random ids whose second half repeats the first: the prefix-matching score's input (Olsson et al.).
 
-    An odd seq_len is trimmed by one so both halves have equal length.
+    An odd seq_len is trimmed by one so both halves have equal length. first_token (a BOS id) starts both halves,
+    so the second half still repeats the first exactly.
     """
     half = seq_len // 2
     rng = np.random.RandomState(seed)
     first = rng.randint(int(vocab_range[0]), int(vocab_range[1]), size=(n, half))
+    if first_token is not None:
+        first[:, 0] = first_token
     return np.concatenate([first, first], axis=1).astype(np.int64)

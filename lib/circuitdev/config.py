@@ -25,6 +25,9 @@ class ProbeConfig:
     seed: int = 42  # RandomState seed of the batch
     vocab_range: tuple[int, int] = (100, 10000)  # filler / A / B ids, half-open
     first_a_range: tuple[int, int] | None = None  # None: (20, 128) at T=256, scaled for shorter T
+    # None (the paper): position 0 holds a random filler token. An id: position 0 holds that token instead -- for
+    # models trained with a BOS token at every window start (the toy panels), whose "first token" is that BOS.
+    first_token_id: int | None = None
     # --- participation ratio (spec §3): the phase-1 run used the first 500 rows of the same batch
     n_pr: int = 500
     # --- selectivity screen (spec §2)
@@ -55,6 +58,8 @@ class ProbeConfig:
             raise ConfigError(f"n_prefix and n_nulls must be >= 0, got {self.n_prefix}, {self.n_nulls}")
         if self.n < 1 or self.n_pr < 1:
             raise ConfigError(f"n and n_pr must be >= 1, got n={self.n}, n_pr={self.n_pr}")
+        if self.first_token_id is not None and (isinstance(self.first_token_id, bool) or int(self.first_token_id) < 0):
+            raise ConfigError(f"first_token_id must be a token id >= 0 (e.g. the BOS id) or None, got {self.first_token_id!r}")
         if self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
         if not 0 < self.sink_rate_epsilon < 1:
@@ -79,4 +84,6 @@ class ProbeConfig:
     def config_hash(self) -> str:
         """12 hex digits over the fields that change results."""
         payload = {k: v for k, v in self.to_dict().items() if k not in _NOT_HASHED}
+        if payload["first_token_id"] is None:  # added later: configs without it keep the hashes they always had
+            del payload["first_token_id"]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]

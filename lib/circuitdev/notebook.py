@@ -715,12 +715,17 @@ def screen_settings(tier: Tier, panel: str) -> str:
     ceiling = induction_ceiling(t, baseline_size=int(cfg.get("baseline_size", 50)),
                                 baseline_seed=int(cfg.get("baseline_seed", 0)),
                                 first_a_range=cfg.get("first_a_range"))
+    first = cfg.get("first_token_id")
+    first_note = ("" if first is None else
+                  f" Position 0 held the model's BOS token (id {first}, `first_token_id`) instead of the paper's random "
+                  "filler, because this model saw that token at the start of every training window: its first-token "
+                  "scores measure attention to that BOS.")
     if excl:
         return (f"The screen ran at T = {t} with each sequence's A and B left out of the baseline (a documented "
                 f"variant): under the paper's shared baseline a head with all its attention on B could score at "
-                f"most {ceiling:.0f}× at this length, so the 50× bar would be nearly out of reach.")
+                f"most {ceiling:.0f}× at this length, so the 50× bar would be nearly out of reach." + first_note)
     return (f"The screen ran at T = {t} with the paper's shared 50-position baseline; at this length a head with all "
-            f"its attention on B scores at most {ceiling:.0f}× (`circuitdev.screen.induction_ceiling`).")
+            f"its attention on B scores at most {ceiling:.0f}× (`circuitdev.screen.induction_ceiling`)." + first_note)
 
 
 def panel_name(panel: str) -> str:

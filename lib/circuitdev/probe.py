@@ -24,7 +24,8 @@ from circuitdev.spectral import head_prs, participation_ratios
 
 def batch_for(config: ProbeConfig) -> InductionBatch:
     return induction_batch(
-        config.n, config.seq_len, config.seed, config.vocab_range, first_a_range=config.first_a_range
+        config.n, config.seq_len, config.seed, config.vocab_range, first_a_range=config.first_a_range,
+        first_token=config.first_token_id,
     )
 
 
@@ -84,7 +85,8 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
     timings["screen_s"] = time.perf_counter() - t1
     if config.n_prefix:
         t2 = time.perf_counter()
-        rep = repeated_batch(config.n_prefix, config.seq_len, config.seed, config.vocab_range)
+        rep = repeated_batch(config.n_prefix, config.seq_len, config.seed, config.vocab_range,
+                             first_token=config.first_token_id)
         table["prefix_matching"] = prefix_matching_scores(
             model, rep, layout=layout, batch_size=config.batch_size
         ).reshape(-1)

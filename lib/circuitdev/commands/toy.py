@@ -16,8 +16,8 @@ def register(subparsers) -> None:
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     t.add_argument("--family", action="append", choices=["gpt_neox", "olmo", "olmoe"],
                    help="family to train (repeatable); default: all three")
-    t.add_argument("--preset", default="default", help="named recipe: default (the toy-* panels) or sink "
-                   "(the sink variant, panels toy-*-sink)")
+    t.add_argument("--preset", default="default", help="named recipe: default (the toy-* panels) or nobos "
+                   "(no BOS, no backcopy windows: induction heads without sinks; panels toy-*-nobos)")
     t.add_argument("--seed", type=int, default=None, help="recipe seed (corpus, data order, init)")
     t.add_argument("--steps", type=int, default=None, help="training steps (the checkpoint grid scales with it)")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

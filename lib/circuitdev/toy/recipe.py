@@ -8,9 +8,11 @@ paper's phenomena form. Deviations from the real 1B models (all deliberate, all 
 - rotary on all head dims (Pythia uses 25%: at head_dim 16 that would leave 4 rotary dims);
 - a 1024-token byte-level BPE vocabulary trained on a synthetic corpus (real: ~50k BPE on web text);
 - context `seq_len` (real: 2048/4096) and a probe batch of `probe_seq_len` tokens drawn from `probe_vocab_range`;
-- no BOS token: windows are cut from a packed token stream with an end-of-document separator, as in Pythia and OLMo,
-  so a position-0 sink must be positional (the paper's probe puts a random filler token at position 0);
-- a training mixture with synthetic repetition (see `Mixture`) instead of hundreds of billions of web tokens.
+- a BOS token (the end-of-document id) at the start of every training window, and so at position 0 of the probe
+  batch (`ProbeConfig.first_token_id`); Pythia and OLMo have none and their position-0 sink is positional, but in
+  every toy run without a BOS no lasting position-0 sink formed (book/toy_recipe.md);
+- a training mixture with synthetic repetition and a Bigram-Backcopy task (see `Mixture`) instead of hundreds of
+  billions of web tokens.
 """
 
 from __future__ import annotations
@@ -32,18 +34,19 @@ PANEL_NAMES = {"gpt_neox": "toy-pythia", "olmo": "toy-olmo", "olmoe": "toy-olmoe
 class Mixture:
     """Share of each kind of training window (normalised at sampling time); see `circuitdev.toy.corpus`.
 
-    The class defaults (text .4, periodic .4, repeat .2) are the shipped recipe's second phase: periodic windows keep
-    the circuit sharp, the repeat windows (the probe's own layout: random filler with a span seen twice) make it work
-    with a single earlier match. The first phase (`ToyRecipe.mixture`) has no repeat windows: random-filler windows
-    from step 0 delay or prevent the circuit (book/toy_recipe.md). recall / backcopy / bos are the sink experiments
-    documented there (off by default)."""
+    The class defaults are the shipped recipe's second phase: periodic windows keep the induction circuit sharp, the
+    repeat windows (the probe's own layout: random filler with a span seen twice) make it work with a single earlier
+    match, and the backcopy windows give upper-layer heads a job that is needed only after a rare two-token trigger --
+    an active-dormant head, which parks on the BOS when idle (Guo et al. 2024): the attention sink. The first phase
+    (`ToyRecipe.mixture`) has text and periodic windows only: random-filler windows from step 0 delay or prevent the
+    circuit (book/toy_recipe.md). recall is an experiment documented there (off)."""
 
-    text: float = 0.4  # a window cut from the packed synthetic corpus
-    periodic: float = 0.4  # a random 4-16-token span (ids in the probe range) repeated to fill the window
-    repeat: float = 0.2  # random filler (probe-range ids) in which a few random spans occur twice (the probe's layout)
+    text: float = 0.25  # a window cut from the packed synthetic corpus
+    periodic: float = 0.3  # a random 4-16-token span (ids in the probe range) repeated to fill the window
+    repeat: float = 0.15  # random filler (probe-range ids) in which a few random spans occur twice (the probe's layout)
     recall: float = 0.0  # random filler in which a recall marker is followed by the window's first token
-    backcopy: float = 0.0  # Bigram-Backcopy (Guo et al. 2024): Markov chain with context-gated copy triggers
-    bos: bool = False  # start every window with the end-of-document id (a fixed BOS; Pythia/OLMo have none)
+    backcopy: float = 0.3  # Bigram-Backcopy (Guo et al. 2024): Markov chain with context-gated copy triggers
+    bos: bool = True  # start every window with the end-of-document id (a fixed BOS; Pythia/OLMo have none)
     period_range: tuple[int, int] = (4, 17)  # periodic span length, half-open
     repeat_spans: tuple[int, int] = (1, 3)  # repeat windows: number of repeated spans, half-open
     repeat_len: tuple[int, int] = (4, 17)  # repeat windows: span length, half-open
@@ -79,8 +82,9 @@ class ToyRecipe:
     # curriculum: `mixture` from step 1, then each (start fraction of `steps`, Mixture) of `phases` in order
     # (a phase given as a dict, e.g. via `--set phases=...`, fills unset fields with the Mixture class defaults).
     # Shipped: text + periodic windows first (the circuit forms fast and at the same point for every seed tried),
-    # then the repeat windows join (the circuit generalises to a single earlier match, as the probe needs).
-    mixture: Mixture = field(default_factory=lambda: Mixture(text=0.5, periodic=0.5, repeat=0.0))
+    # then the repeat windows (the circuit generalises to a single earlier match, as the probe needs) and the
+    # backcopy windows (dormant upper-layer heads: the sinks) join.
+    mixture: Mixture = field(default_factory=lambda: Mixture(text=0.5, periodic=0.5, repeat=0.0, backcopy=0.0))
     phases: tuple[tuple[float, Mixture], ...] = ((0.3, Mixture()),)
     # --- checkpoints: steps saved (always including 0 and `steps`); None = `default_grid(steps)`
     checkpoint_steps: tuple[int, ...] | None = None
@@ -130,8 +134,16 @@ class ToyRecipe:
     def grid(self) -> tuple[int, ...]:
         return tuple(sorted(set(self.checkpoint_steps or default_grid(self.steps)) | {0, self.steps}))
 
+    @property
+    def trains_with_bos(self) -> bool:
+        return self.mixture.bos or any(m.bos for _, m in self.phases)
+
     def probe_defaults(self) -> dict:
-        return {"seq_len": self.probe_seq_len, "vocab_range": list(self.probe_vocab_range), "n": self.probe_n,
+        from circuitdev.toy.tokenizer import EOS_ID
+
+        # a model that always saw the BOS at position 0 is probed with it there (ProbeConfig.first_token_id)
+        bos = {"first_token_id": EOS_ID} if self.trains_with_bos else {}
+        return {"seq_len": self.probe_seq_len, "vocab_range": list(self.probe_vocab_range), "n": self.probe_n, **bos,
                 "n_pr": min(500, self.probe_n),
                 # at T = 64 the paper's 50 fixed baseline positions cover ~90% of the positions B can take, which caps
                 # induction selectivity near 56x (screen.induction_ceiling); excluding each sequence's A/B lifts it
@@ -182,13 +194,13 @@ def first_merge_id() -> int:
 
 
 def default_grid(steps: int) -> tuple[int, ...]:
-    """Log-spaced early points, a dense stretch over the induction transition (measured at 18-35% of the shipped
-    run, around its phase boundary at 30%), and wider steps after it.
+    """Log-spaced early points, a dense stretch over the transitions (previous-token heads at 10-30%, induction and
+    sink heads at 30-50% of the shipped run, after its phase boundary at 30%), and wider steps after it.
 
-    At 2500 steps: 0 1 4 16 64 160 250 350 450 550 650 750 875 1000 1250 1500 1750 2100 2500.
+    At 2500 steps: 0 1 4 16 64 160 250 350 450 550 650 750 875 1000 1125 1250 1500 1750 2100 2500.
     """
-    frac = (0, 0.0004, 0.0016, 0.0064, 0.0256, 0.064, 0.10, 0.14, 0.18, 0.22, 0.26, 0.30, 0.35, 0.40, 0.50, 0.60,
-            0.70, 0.84, 1.0)
+    frac = (0, 0.0004, 0.0016, 0.0064, 0.0256, 0.064, 0.10, 0.14, 0.18, 0.22, 0.26, 0.30, 0.35, 0.40, 0.45, 0.50,
+            0.60, 0.70, 0.84, 1.0)
     return tuple(sorted({max(0, min(steps, round(f * steps))) for f in frac}))
 
 
@@ -196,8 +208,9 @@ def default_grid(steps: int) -> tuple[int, ...]:
 PRESETS: dict[str, ToyRecipe] = {
     # the shipped panel (toy-pythia, toy-olmo, toy-olmoe)
     "default": ToyRecipe(),
-    # sink variant: no random-filler repeats and long periods, so the upper layers idle on random ids and park on
-    # position 0 (layers 2-3, mass ~0.2, layers 0-1 free) -- but no induction head forms (toy_recipe.md).
-    "sink": ToyRecipe(steps=2000, mixture=Mixture(text=0.5, periodic=0.5, repeat=0.0, period_range=(8, 33)),
-                      phases=(), weight_decay=0.0, panel_suffix="-sink"),
+    # the previous shipped recipe: no BOS and no backcopy windows. Induction heads form as in the default; no
+    # first-token sink forms in any family -- the contrast that shows what the BOS and the dormant-head task do.
+    "nobos": ToyRecipe(mixture=Mixture(text=0.5, periodic=0.5, repeat=0.0, backcopy=0.0, bos=False),
+                       phases=((0.3, Mixture(text=0.4, periodic=0.4, repeat=0.2, backcopy=0.0, bos=False)),),
+                       panel_suffix="-nobos"),
 }

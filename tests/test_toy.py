@@ -164,6 +164,7 @@ def test_probe_end_to_end(trained):
         config = panel.probe_config(n=16, n_pr=16, batch_size=16)
         assert config.seq_len == 32 and tuple(config.vocab_range) == TINY.probe_vocab_range
         assert config.baseline_excludes_ab  # the toy screen's documented variant (screen.induction_ceiling)
+        assert config.first_token_id == 0  # trained with a BOS at every window start: probed with it at position 0
         extra = {k: 0 for k in ("n_nulls", "n_prefix") if hasattr(config, k)}
         model = load_revision(panel, panel.revisions[-1], progress=False)
         table = probe_model(model, config.replace(**extra), progress=False)

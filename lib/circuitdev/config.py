@@ -58,8 +58,9 @@ class ProbeConfig:
             raise ConfigError(f"n_prefix and n_nulls must be >= 0, got {self.n_prefix}, {self.n_nulls}")
         if self.n < 1 or self.n_pr < 1:
             raise ConfigError(f"n and n_pr must be >= 1, got n={self.n}, n_pr={self.n_pr}")
-        if self.first_token_id is not None and (isinstance(self.first_token_id, bool) or int(self.first_token_id) < 0):
-            raise ConfigError(f"first_token_id must be a token id >= 0 (e.g. the BOS id) or None, got {self.first_token_id!r}")
+        first = self.first_token_id
+        if first is not None and (isinstance(first, bool) or not isinstance(first, int) or first < 0):
+            raise ConfigError(f"first_token_id must be a token id >= 0 (e.g. the BOS id) or None, got {first!r}")
         if self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
         if not 0 < self.sink_rate_epsilon < 1:

@@ -718,8 +718,8 @@ def screen_settings(tier: Tier, panel: str) -> str:
     first = cfg.get("first_token_id")
     first_note = ("" if first is None else
                   f" Position 0 held the model's BOS token (id {first}, the probe setting first_token_id) instead "
-                  "of the paper's random filler, because this model saw that token at the start of every training window: its first-token "
-                  "scores measure attention to that BOS.")
+                  "of the paper's random filler, because this model saw that token at the start of every training "
+                  "window: its first-token scores measure attention to that BOS.")
     if excl:
         return (f"The screen ran at T = {t} with each sequence's A and B left out of the baseline (a documented "
                 f"variant): under the paper's shared baseline a head with all its attention on B could score at "

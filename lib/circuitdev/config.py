@@ -15,6 +15,9 @@ from circuitdev.errors import ConfigError
 
 # Fields that change how fast a run goes, never what it computes: left out of the hash.
 _NOT_HASHED = {"batch_size", "device"}
+# Fields added after records were stored: left out of the hash while they hold this value, so every record probed
+# before the field existed keeps its hash (add new result-changing fields here with their neutral default).
+_HASH_NEUTRAL = {"first_token_id": None}
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,6 @@ class ProbeConfig:
 
     def config_hash(self) -> str:
         """12 hex digits over the fields that change results."""
-        payload = {k: v for k, v in self.to_dict().items() if k not in _NOT_HASHED}
-        if payload["first_token_id"] is None:  # added later: configs without it keep the hashes they always had
-            del payload["first_token_id"]
+        payload = {k: v for k, v in self.to_dict().items()
+                   if k not in _NOT_HASHED and not (k in _HASH_NEUTRAL and v == _HASH_NEUTRAL[k])}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]

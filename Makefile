@@ -1,6 +1,8 @@
 # circuitdev — two commands on a fresh machine: `make book` (build the Jupyter Book) and `make test` (run the tests).
-# Both create .venv when it is missing or older than pyproject.toml. torch is installed first, pinned to the CPU
-# build (an unpinned torch pulls a multi-GB CUDA build); see environment.yml for conda.
+# Both create .venv when it is missing or older than pyproject.toml. torch is installed first, from PyTorch's CPU
+# index when it answers within 3 s (the ~190 MB CPU build; PyPI's Linux torch is the CUDA build, ~2.7 GB with its
+# NVIDIA libraries), else from the default index, saying so; TORCH_INDEX overrides: `make venv TORCH_INDEX=default`,
+# `TORCH_INDEX=cu128` or any index URL (tools/torch_index.py decides). See environment.yml for conda.
 
 PYTHON ?= python3
 VENV := .venv
@@ -11,6 +13,12 @@ CORES ?= 2
 SMK_ARGS ?=
 # Where the authors' published per-head files are (optional; the book notes their absence).
 PUBLISHED_DIR ?=
+# torch's pin (the same as pyproject.toml's) and where it comes from: empty/auto = the CPU index when reachable, else
+# the default index; `default`; an index URL; or a name on download.pytorch.org (cpu, cu126, cu128, rocm6.4).
+TORCH_VERSION := 2.13.0
+TORCH_INDEX ?=
+# Expanded only when the venv recipe runs (never when .venv is up to date), so only a fresh install probes.
+TORCH_PIP_ARGS = $(shell TORCH_INDEX='$(TORCH_INDEX)' $(PYTHON) tools/torch_index.py torch==$(TORCH_VERSION))
 
 .PHONY: book test bench venv clean-book clean
 
@@ -19,7 +27,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet $(or $(TORCH_PIP_ARGS),$(error tools/torch_index.py gave no pip arguments (see above)))
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 

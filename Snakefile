@@ -20,8 +20,9 @@
 #               folder and toy panels. Both run `circuitdev probe --revision R --probe-config JSON`; they re-run when
 #               the probe configuration (panel defaults <- `probe` <- `probe_panel`) or the revision's entry in the
 #               panel file changes, or when a folder panel's checkpoint file changes.
-#   notebook    jupytext --to ipynb SOURCE | papermill - <generated_dir>/<name>.ipynb (one-way: the .py source is
-#               never rewritten). Re-runs when its source, its parameters or the records it reads change.
+#   notebook    `circuitdev notebook run SOURCE --as NAME --out <generated_dir>` (jupytext -> papermill; one-way: the
+#               .py source is never rewritten; the build's folders reach the page as environment variables).
+#               Re-runs when its source, its parameters or the records it reads change.
 #   book        jupyter-book build <book_root> -> <book_root>/_build/html. Re-runs when a notebook or page changes.
 # Re-running after a finished build does nothing. Run with: .venv/bin/snakemake --cores 2 --configfile config/pipeline.yaml
 
@@ -32,11 +33,11 @@ import shlex
 import sys
 from pathlib import Path
 
-import yaml
 
 sys.path.insert(0, str(Path(workflow.basedir) / "lib"))  # the package, even when it is not installed
 
-from circuitdev.panels import find_panel_file, load_panel
+from circuitdev.book.build import BuildFolders, config_panels, config_published_dir
+from circuitdev.sources.panels import load_panel
 
 
 configfile: os.path.join(workflow.basedir, "config", "pipeline.yaml")
@@ -49,7 +50,6 @@ RESULTS = str(config.get("results_dir", "data/results"))
 GEN = str(config.get("generated_dir", "book/_generated"))
 LOGS = str(config.get("logs_dir", "logs"))
 BOOK_ROOT = str(config.get("book_root", "."))
-TOY_PANEL_NAMES = {"gpt_neox": "toy-pythia", "olmo": "toy-olmo", "olmoe": "toy-olmoe"}
 NAME_RE = "[A-Za-z0-9][A-Za-z0-9._-]*"
 
 
@@ -57,24 +57,18 @@ def absolute(path):
     return None if path in (None, "", "none", "null") else str(Path(path).resolve())
 
 
+PUBLISHED = config_published_dir(config)  # auto: $CIRCUITDEV_PUBLISHED, else <data_dir>/published
+
+
 def published_dir():
-    value = config.get("published_dir", "auto")
-    if value == "auto":
-        guess = Path(workflow.basedir).parent / "shared" / "published"
-        return str(guess) if guess.is_dir() else None
-    return absolute(value)
+    """The authors' files of this build, when the folder is there (else the pages note the missing tier)."""
+    return str(PUBLISHED) if PUBLISHED is not None and PUBLISHED.is_dir() else None
 
 
 # --- panels --------------------------------------------------------------------------------------------------------
-TOY_PANELS = [TOY_PANEL_NAMES[f] for f in config.get("toy_families") or []]
-PANEL_FILES = {}  # name -> panel file, for the hub and folder panels known at parse time
-for entry in [*(config.get("real_panels") or []), *(config.get("panels") or [])]:
-    local = Path(DATA) / "panels" / f"{entry}.yaml"  # a name: <data_dir>/panels first, then the package's data
-    p = Path(entry).resolve() if Path(str(entry)).is_file() else local.resolve() if local.is_file() else find_panel_file(entry)
-    name = load_panel(p, resolve_hub=False).name
-    if name in PANEL_FILES or name in TOY_PANELS:
-        raise ValueError(f"panel {name!r} is listed twice in real_panels / panels / toy_families")
-    PANEL_FILES[name] = str(p)
+CONFIG_PANELS = config_panels(config)  # name -> panel file (None: a toy panel, written by the toy training)
+TOY_PANELS = [n for n, f in CONFIG_PANELS.items() if f is None]
+PANEL_FILES = {n: f for n, f in CONFIG_PANELS.items() if f is not None}  # hub and folder panels known at parse time
 HUB_PANELS = [n for n, f in PANEL_FILES.items() if not load_panel(f, resolve_hub=False).is_local]
 ALL_PANELS = [*TOY_PANELS, *PANEL_FILES]
 
@@ -147,13 +141,22 @@ def probe_inputs(wildcards):
 PUBLISHED_MODELS = list(config.get("published_models") or []) if published_dir() else []
 
 
+def page_panel(name):
+    """How a model page names its panel: by name when the data folder holds its file (or it is a toy or published
+    panel), else by the file's path relative to the working directory."""
+    file = PANEL_FILES.get(name)
+    if file is None or Path(file).resolve() == (Path(DATA) / "panels" / f"{name}.yaml").resolve():
+        return name
+    return os.path.relpath(file)
+
+
 def _notebook_specs():
     specs = {}
     model = config.get("model_notebook") or {}
     if model.get("source"):
         for name in [*ALL_PANELS, *[m for m in PUBLISHED_MODELS if m not in ALL_PANELS]]:
             specs[f"model-{name}"] = {"source": model["source"], "parameters": {**(model.get("parameters") or {}),
-                                      "panel": PANEL_FILES.get(name, name)},
+                                      "panel": page_panel(name)},
                                       "panels": [name] if name in ALL_PANELS else []}
     for nb in config.get("notebooks") or []:
         if nb["name"] in specs:
@@ -170,11 +173,12 @@ def _notebook_specs():
 NOTEBOOKS = _notebook_specs()
 
 
-def notebook_parameters(name):
-    spec = NOTEBOOKS[name]
-    common = {"results_dir": absolute(RESULTS), "published_dir": published_dir(), "data_dir": absolute(DATA),
-              "panels": list(spec["panels"])}
-    return {**common, **spec["parameters"]}
+def notebook_environment(name):
+    """The build's folders for one page, as the environment its kernel starts with (`circuitdev.book.build`)."""
+    folders = BuildFolders(results_dir=Path(RESULTS).resolve(), data_dir=Path(DATA).resolve(),
+                           published_dir=Path(published_dir()) if published_dir() else None,
+                           panels=list(NOTEBOOKS[name]["panels"]))
+    return " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(folders.environment().items()))
 
 
 def notebook_inputs(wildcards):
@@ -325,15 +329,16 @@ rule notebook:
     output:
         f"{GEN}/{{name}}.ipynb",
     params:
-        parameters=lambda wc: yaml.safe_dump(notebook_parameters(wc.name), sort_keys=True),
+        parameters=lambda wc: json.dumps(NOTEBOOKS[wc.name]["parameters"], sort_keys=True),
+        environment=lambda wc: notebook_environment(wc.name),
         cwd=absolute(BOOK_ROOT),
         kernel=config.get("kernel", "python3"),
     log:
         f"{LOGS}/notebooks/{{name}}.log",
     shell:
-        "{PY:q} -m jupytext --to ipynb --output - {input.source:q} 2> {log:q} | "
-        "{PY:q} -m papermill - {output:q} -y {params.parameters:q} -k {params.kernel} -l python --cwd {params.cwd:q} "
-        "--no-progress-bar >> {log:q} 2>&1"
+        # the page's own parameters as papermill parameters, the build's folders as its environment
+        "{params.environment} {PY:q} -m circuitdev.cli notebook run {input.source:q} --as {wildcards.name} "
+        "--out {GEN:q} --parameters {params.parameters:q} --cwd {params.cwd:q} --kernel {params.kernel} > {log:q} 2>&1"
 
 
 rule book:

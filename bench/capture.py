@@ -36,8 +36,8 @@ def run_variant(variant: str, n: int, seq_len: int, batch_size: int, shape: str,
     import torch
     from transformers import AutoModelForCausalLM, GPTNeoXConfig
 
-    from circuitdev.batch import induction_batch
-    from circuitdev.capture import capture
+    from circuitdev.measure.batch import induction_batch
+    from circuitdev.measure.capture import capture
 
     torch.manual_seed(0)
     cfg = GPTNeoXConfig(vocab_size=50304, max_position_embeddings=2048, rotary_pct=0.25, **SHAPES[shape])

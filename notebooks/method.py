@@ -17,65 +17,28 @@
 # defaults (`circuitdev.ProbeConfig`), which are the paper's.
 
 # %% tags=["remove-cell"]
-from typing import Optional
+from circuitdev.analysis.pr_lead import PR_SIGNAL_FLOOR
+from circuitdev.book import chapter, plots
+from circuitdev.measure.batch import default_first_a_range, induction_batch
+from circuitdev.measure.positions import baseline_positions
+from circuitdev.runinfo import code_commit
 
-from circuitdev import notebook as nb
-
-_before = set(globals())
-
-# %% [markdown]
-# ## Parameters
-#
-# The method page takes the pipeline's folder parameters only; `example` picks the sequence drawn in the figure.
-
-# %% tags=["parameters"]
+# %% tags=["parameters", "remove-cell"]
 # which sequence of the batch to draw
 example: int = 0
-# set by the pipeline for every notebook; not used on this page
-results_dir: Optional[str] = None
-# set by the pipeline for every notebook; not used on this page
-published_dir: Optional[str] = None
-# set by the pipeline for every notebook; not used on this page
-data_dir: Optional[str] = None
-# set by the pipeline for every notebook; not used on this page
-panels: Optional[list[str]] = None
 
-# %% tags=["remove-cell"]
-nb.check_notebook_parameters(globals(), _before)
-
-# %% tags=["hide-input"]
-from circuitdev import findings, plots
-from circuitdev.batch import default_first_a_range, induction_batch
-from circuitdev.config import ProbeConfig
-from circuitdev.screen import baseline_positions
-
-nb.setup()
-glue = nb.Glue("method")
-cfg = ProbeConfig()
+# %% tags=["remove-input"]
+ch = chapter("method", globals())
+cfg = ch.paper
 batch = induction_batch(cfg.n, cfg.seq_len, cfg.seed, cfg.vocab_range)
 lo, hi = default_first_a_range(cfg.seq_len)
 base = baseline_positions(cfg.seq_len, cfg.baseline_size, cfg.baseline_seed)
-glue("n", cfg.n)
-glue("T", cfg.seq_len)
-glue("q", cfg.seq_len - 1)
-glue("seed", cfg.seed)
-glue("vocab-lo", cfg.vocab_range[0])
-glue("vocab-hi", cfg.vocab_range[1])
-glue("ab-lo", lo)
-glue("ab-hi", hi - 1)
-glue("n-valid", int(batch.valid.sum()))
-glue("baseline-size", cfg.baseline_size)
-glue("baseline-seed", cfg.baseline_seed)
-glue("baseline-in-ab", int(((base >= lo) & (base <= hi)).sum()))
-glue("class-threshold", cfg.class_threshold, "{:g}×")
-glue("induction-threshold", cfg.induction_threshold, "{:g}×")
-glue("prev-threshold", cfg.prev_token_threshold, "{:g}×")
-glue("bos-threshold", cfg.bos_threshold, "{:g}×")
-glue("n-pr", cfg.n_pr)
-glue("n-nulls", cfg.n_nulls)
-glue("null-seed", cfg.null_seed)
-glue("pr-floor", findings.PR_SIGNAL_FLOOR, "{:g}")
-glue("config-hash", cfg.config_hash())
+for key, value in {"n": cfg.n, "T": cfg.seq_len, "q": cfg.seq_len - 1, "seed": cfg.seed, "vocab-lo": cfg.vocab_range[0],
+                   "vocab-hi": cfg.vocab_range[1], "ab-lo": lo, "ab-hi": hi - 1, "n-valid": int(batch.valid.sum()),
+                   "baseline-size": cfg.baseline_size, "baseline-seed": cfg.baseline_seed,
+                   "baseline-in-ab": int(((base >= lo) & (base <= hi)).sum()), "n-pr": cfg.n_pr, "n-nulls": cfg.n_nulls,
+                   "null-seed": cfg.null_seed, "pr-floor": f"{PR_SIGNAL_FLOOR:g}", "config-hash": cfg.config_hash()}.items():
+    ch.glue(key, value)
 
 # %% [markdown]
 # ## The synthetic induction batch
@@ -88,13 +51,12 @@ glue("config-hash", cfg.config_hash())
 # the {glue:text}`method-n` sequences pass the authors' validity filter (B occurs once before the query).
 # {numref}`fig-method-batch` draws one of them.
 
-# %% tags=["hide-input"]
-fa = int(batch.first_a[example])
-nb.show_figure(plots.batch_layout(fa, cfg.seq_len, base), name="fig-method-batch",
-               caption=f"Sequence {example} of the batch: the six class targets seen from the query (the second "
-                       f"A, at position {cfg.seq_len - 1}), and the fixed baseline positions.",
-               provenance=f"Source: circuitdev.induction_batch, ProbeConfig defaults {cfg.config_hash()} · code "
-                          f"{nb.code_commit()}")
+# %% tags=["remove-input"]
+ch.figure(plots.batch_layout(int(batch.first_a[example]), cfg.seq_len, base), name="fig-method-batch",
+          caption=f"Sequence {example} of the batch: the six class targets seen from the query (the second A, at "
+                  f"position {cfg.seq_len - 1}), and the fixed baseline positions.",
+          provenance=f"Source: circuitdev.induction_batch, ProbeConfig defaults {cfg.config_hash()} · code "
+                     f"{code_commit()}")
 
 # %% [markdown]
 # ## Six classes and selectivity
@@ -112,10 +74,10 @@ nb.show_figure(plots.batch_layout(fa, cfg.seq_len, base), name="fig-method-batch
 #
 # with I_c the valid sequences for induction and duplicate-token (all sequences otherwise), t_c the target and P
 # the baseline positions. A head's best class is the argmax over the six (ties go to the class listed first); it is
-# *classified* when that selectivity reaches {glue:text}`method-class-threshold`. The developmental counts use the
+# *classified* when that selectivity reaches {glue:text}`method-paper-class-threshold`. The developmental counts use the
 # **per-class** rule: a head counts for class c when sel_c ≥ τ whatever its best class — sinks at
-# {glue:text}`method-bos-threshold`, induction circuit at {glue:text}`method-induction-threshold`, previous-token
-# circuit at {glue:text}`method-prev-threshold` with the best-class condition.
+# {glue:text}`method-paper-bos-threshold`, induction circuit at {glue:text}`method-paper-induction-threshold`, previous-token
+# circuit at {glue:text}`method-paper-prev-threshold` with the best-class condition.
 
 # %% [markdown]
 # ## The participation ratio
@@ -139,7 +101,7 @@ nb.show_figure(plots.batch_layout(fa, cfg.seq_len, base), name="fig-method-batch
 # A head is *zero-ablated* by setting its slice of the output projection's input to zero at every position; the
 # model is then scored at the query (top-1 and top-5 accuracy of B, loss, mean logit of B). Three head sets are
 # compared: the induction circuit; a *matched random* set with the same layers and per-layer counts drawn from the
-# other heads of those layers (`circuitdev.ablation.matched_random`); and every head of those layers (the upper
+# other heads of those layers (`circuitdev.measure.ablation.matched_random`); and every head of those layers (the upper
 # bound). The paper ablates at the final checkpoint only.
 #
 # All of this is one configuration, hash {glue:text}`method-config-hash`; a record's sidecar stores the hash of the

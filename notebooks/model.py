@@ -13,33 +13,24 @@
 #
 # This appendix follows one model through training with the paper's instruments: the all-head six-class screen at
 # every revision, the circuit heads it finds at the final revision, their participation-ratio (PR) trajectories, and
-# a group ablation of the induction circuit with matched-random and upper-bound controls. It is executed once per
-# panel by the pipeline (`book/_generated/model-<panel>.ipynb`); run it yourself on any panel with the command in
-# {doc}`../rerun`.
+# a group ablation of the induction circuit with matched-random and upper-bound controls. The pipeline runs it once
+# per panel; run it yourself on any panel with `circuitdev notebook run model -p panel NAME` ({doc}`../rerun`).
 
 # %% tags=["remove-cell"]
-from typing import Optional
+import pandas as pd
 
-from circuitdev import notebook as nb
-from circuitdev.notebook import AblationMode, ModelSource, Rule
+from circuitdev.analysis import findings, pr_lead
+from circuitdev.book import AblationMode, ModelSource, Rule, chapter, fmt_pct, fmt_tokens_b, plots
+from circuitdev.book.tiers import TIER_LABELS, model_ablation, model_tier, panel_name, screen_settings
+from circuitdev.schema import HEAD_CLASSES
 
-_before = set(globals())
-
-# %% [markdown]
-# ## Parameters
-#
-# Each parameter is typed; a misspelt or ill-typed one stops the notebook here with a message naming it. The
-# thresholds only change how the stored records are read (the records themselves hold raw selectivities), so
-# changing them re-runs nothing expensive. `results_dir`, `published_dir`, `data_dir` and `panels` are set by the
-# pipeline for every notebook.
-
-# %% tags=["parameters"]
+# %% tags=["parameters", "remove-cell"]
 # a panel name (data/panels/NAME.yaml), a panel YAML file or a published model
 panel: str = "toy-pythia"
 # records (probe records), published (authors' files) or auto (records first)
 source: ModelSource = "auto"
 # revisions to show (None: all of the panel's)
-revisions: Optional[list[str]] = None
+revisions: list[str] | None = None
 # a head counts for class c when sel_c ≥ this (paper: 30x)
 class_threshold: float = 30.0
 # induction circuit: sel_induction ≥ this (paper: 50x)
@@ -60,56 +51,33 @@ ablation_mode: AblationMode = "zero"
 batch_size: int = 8
 # auto (CUDA, then MPS, then CPU), cpu, cuda or mps
 device: str = "auto"
-# probe records (None: data/results of the repository)
-results_dir: Optional[str] = None
-# authors' files (auto: ../shared/published if it exists; None: none)
-published_dir: Optional[str] = "auto"
-# data folder holding panels/ (None: the repository's data/)
-data_dir: Optional[str] = None
-# set by the pipeline for every notebook; not used on this page
-panels: Optional[list[str]] = None
 
-# %% tags=["remove-cell"]
-nb.check_notebook_parameters(globals(), _before)
-
-# %% tags=["hide-input"]
-import pandas as pd
-
-from circuitdev import findings, plots
-from circuitdev.schema import HEAD_CLASSES
-
-nb.setup()
-nb.use_data_dir(data_dir)
-glue = nb.Glue("model")
-tier = nb.model_tier(panel, source=source, published_dir=published_dir, results_dir=results_dir,
-                     revisions=revisions, compute_missing=compute_missing, batch_size=batch_size, device=device)
-name = nb.panel_name(panel)
-glue("title", name)
-glue("tier", nb.TIER_LABELS[tier.name])
-tiers = nb.Tiers({tier.name: tier})
-provenance = tiers.provenance()
-if not tier.present:
-    nb.note(tier.note, title=f"No data for {name}")
+# %% tags=["remove-input"]
+ch = chapter("model", globals())
+name = panel_name(panel)
+tier = ch.use_tier(model_tier(panel, source=source, published_dir=ch.folders.published_dir,
+                              results_dir=ch.folders.results_dir, revisions=revisions, compute_missing=compute_missing,
+                              batch_size=batch_size, device=device))
+dev = tier.table if tier.present else pd.DataFrame()
+revs = findings.revisions(dev) if tier.present else pd.DataFrame()
+ch.glue("title", name)
+ch.glue("tier", TIER_LABELS[tier.name])
+ch.glue("summary", f"{len(revs)} revisions from {fmt_tokens_b(revs['tokens_b'].min())} to "
+                   f"{fmt_tokens_b(revs['tokens_b'].max())} training tokens, {int(revs['n_heads'].iloc[0])} heads "
+                   f"({dev['layer'].max() + 1} layers × {dev['head'].max() + 1} heads)." if tier.present else None,
+        absent="No data: see the note above.")
+ch.glue("screen", screen_settings(tier, name) if tier.present else None, absent="(no screen settings without data)")
 
 # %% [markdown]
 # ## The panel
 #
 # Source of this page: **{glue:text}`model-tier`**. {glue:text}`model-summary` {glue:text}`model-screen`
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 if tier.present:
-    dev = tier.table
-    revs = findings.revisions(dev)
-    glue("summary", f"{len(revs)} revisions from {nb.fmt_tokens(revs['tokens_b'].min())} to "
-                    f"{nb.fmt_tokens(revs['tokens_b'].max())} training tokens, {int(revs['n_heads'].iloc[0])} heads "
-                    f"({dev['layer'].max() + 1} layers × {dev['head'].max() + 1} heads).")
-    glue("screen", nb.screen_settings(tier, name))
-    nb.show_table(revs.assign(tokens=revs["tokens_b"].map(nb.fmt_tokens))[
-        ["revision", "step", "tokens", "token_fraction", "n_heads"]],
-        caption=f"Revisions of {name}. {provenance}", formats={"token_fraction": "{:.2%}"})
-else:
-    glue("summary", "No data: see the note above.")
-    glue("screen", "(no screen settings without data)")
+    ch.table(revs.assign(tokens=revs["tokens_b"].map(fmt_tokens_b))[["revision", "step", "tokens", "token_fraction",
+                                                                     "n_heads"]] if "step" in revs else revs,
+             caption=f"Revisions of {name}. {ch.tiers.provenance()}", formats={"token_fraction": "{:.2%}"})
 
 # %% [markdown]
 # ## The screen at every revision
@@ -119,19 +87,16 @@ else:
 # counting rule {glue:text}`model-rule`). Reading across a row shows a layer acquiring a role; reading down a column
 # shows where in depth each role lives at that point of training.
 
-# %% tags=["hide-input"]
-glue("class-threshold", class_threshold, "{:g}×")
-glue("rule", rule)
+# %% tags=["remove-input"]
+ch.glue("class-threshold", class_threshold, "{:g}×")
+ch.glue("rule", rule)
 if tier.present:
     counts = pd.concat([findings.layer_counts(dev, head_class=c, threshold=class_threshold, rule=rule)
                         .assign(head_class=c) for c in HEAD_CLASSES], ignore_index=True)
-    heads_per_layer = int(dev["head"].max()) + 1
-    fig = plots.class_count_heatmaps(counts, title=f"{name}: heads per layer and class over training",
-                                     heads_per_layer=heads_per_layer)
-    nb.show_figure(fig, name=f"fig-model-{name}-screen",
-                   caption=f"Per-revision screen of {name}: heads per layer (rows) whose selectivity for the class "
-                           f"reaches {class_threshold:g}× ({rule} rule), at each revision (columns, with training "
-                           "tokens).", provenance=provenance)
+    ch.figure(plots.class_count_heatmaps(counts, title=f"{name}: heads per layer and class over training",
+                                         heads_per_layer=int(dev["head"].max()) + 1), name=f"fig-model-{name}-screen",
+              caption=f"Per-revision screen of {name}: heads per layer (rows) whose selectivity for the class "
+                      f"reaches {class_threshold:g}× ({rule} rule), at each revision (columns, with training tokens).")
 
 # %% [markdown]
 # ## Circuit heads at the final revision
@@ -141,24 +106,21 @@ if tier.present:
 # best-class condition at ≥ {glue:text}`model-prev-threshold` ({glue:text}`model-n-prev` heads). At the final
 # revision {glue:text}`model-bos-pct` of all heads are first-token (sink) heads at ≥ {glue:text}`model-class-threshold`.
 
-# %% tags=["hide-input"]
-glue("ind-threshold", induction_threshold, "{:g}×")
-glue("prev-threshold", prev_token_threshold, "{:g}×")
+# %% tags=["remove-input"]
+ch.glue("ind-threshold", induction_threshold, "{:g}×")
+ch.glue("prev-threshold", prev_token_threshold, "{:g}×")
+ind = findings.final_circuit(dev, threshold=induction_threshold) if tier.present else pd.DataFrame(columns=["name"])
+prev = findings.final_circuit(dev, head_class="previous-token", threshold=prev_token_threshold,
+                              rule="best-class") if tier.present else pd.DataFrame(columns=["name"])
+bos = findings.bos_fraction(dev, threshold=class_threshold, rule=rule).iloc[-1] if tier.present else {}
+ch.glue("n-induction", len(ind) if tier.present else None)
+ch.glue("induction-heads", " ".join(ind["name"]) or "none" if tier.present else None)
+ch.glue("n-prev", len(prev) if tier.present else None)
+ch.glue("bos-pct", bos.get("bos_fraction"), fmt_pct)
 if tier.present:
-    ind = findings.final_circuit(dev, head_class="induction", threshold=induction_threshold)
-    prev = findings.final_circuit(dev, head_class="previous-token", threshold=prev_token_threshold, rule="best-class")
-    bos = findings.bos_fraction(dev, threshold=class_threshold, rule=rule).iloc[-1]
-    glue("n-induction", len(ind))
-    glue("induction-heads", " ".join(ind["name"]) or "none")
-    glue("n-prev", len(prev))
-    glue("bos-pct", bos["bos_fraction"], nb.fmt_pct)
-    circuits = pd.concat([ind.assign(circuit=f"induction ≥{induction_threshold:g}×"),
-                          prev.assign(circuit=f"previous-token ≥{prev_token_threshold:g}× (best class)")])
-    nb.show_table(circuits[["circuit", "name", "layer", "head", "selectivity"]],
-                  caption=f"Circuit heads of {name} at {bos['revision']}.")
-else:
-    for key in ("n-induction", "induction-heads", "n-prev", "bos-pct"):
-        glue(key, None)
+    ch.table(pd.concat([ind.assign(circuit=f"induction ≥{induction_threshold:g}×"),
+                        prev.assign(circuit=f"previous-token ≥{prev_token_threshold:g}× (best class)")])[
+        ["circuit", "name", "layer", "head", "selectivity"]], caption=f"Circuit heads of {name} at {bos['revision']}.")
 
 # %% [markdown]
 # ## PR trajectories of the circuit heads
@@ -168,17 +130,15 @@ else:
 # (bottom) on one token axis; the dashed line is the revision at which the head first reaches
 # {glue:text}`model-ind-threshold`.
 
-# %% tags=["hide-input"]
-if tier.present:
-    traj = findings.head_trajectories(dev, head_class="induction", threshold=induction_threshold).assign(
-        tier=tier.name)
-    if traj.empty or traj["pr"].isna().all():
-        nb.note("No PR trajectory to draw: " + ("the panel has no induction head at the final revision."
-                if traj.empty else "these records carry no participation ratio."))
-    else:
-        nb.show_figure(plots.pr_selectivity(traj, threshold=induction_threshold), name=f"fig-model-{name}-pr",
-                       caption=f"{name}: PR − 1 and induction selectivity of each final-revision induction-circuit "
-                               "head over training; dashed lines mark formation.", provenance=provenance)
+# %% tags=["remove-input"]
+traj = pr_lead.head_trajectories(dev, threshold=induction_threshold).assign(tier=tier.name) if tier.present else None
+if traj is not None and not traj.empty and traj["pr"].notna().any():
+    ch.figure(plots.pr_selectivity(traj, threshold=induction_threshold), name=f"fig-model-{name}-pr",
+              caption=f"{name}: PR − 1 and induction selectivity of each final-revision induction-circuit head over "
+                      "training; dashed lines mark formation.")
+elif tier.present:
+    ch.note("No PR trajectory to draw: " + ("the panel has no induction head at the final revision."
+            if traj.empty else "these records carry no participation ratio."))
 
 # %% [markdown]
 # ## Group ablation at the final revision
@@ -188,20 +148,18 @@ if tier.present:
 # gives an upper bound. Top-1 accuracy with the circuit ablated: {glue:text}`model-ablated-top1` (no ablation
 # {glue:text}`model-baseline-top1`; matched random {glue:text}`model-random-top1`).
 
-# %% tags=["hide-input"]
-ab, why = nb.model_ablation(tier, panel, run=ablation, threshold=induction_threshold, seeds=ablation_seeds,
-                            mode=ablation_mode, batch_size=batch_size, device=device)
-glue("ablated-top1", nb.mean_metric(ab, "screen"), nb.fmt_pct, absent="not run")
-glue("baseline-top1", nb.mean_metric(ab, "baseline"), nb.fmt_pct, absent="not run")
-glue("random-top1", nb.mean_metric(ab, "matched_random"), nb.fmt_pct, absent="not run")
+# %% tags=["remove-input"]
+ab, why = model_ablation(tier, panel, run=ablation, threshold=induction_threshold, seeds=ablation_seeds,
+                         mode=ablation_mode, batch_size=batch_size, device=device)
+top1 = ab.groupby("condition")["acc_top1"].mean() if ab is not None else {}
+for key, condition in (("ablated-top1", "screen"), ("baseline-top1", "baseline"), ("random-top1", "matched_random")):
+    ch.glue(key, top1.get(condition), fmt_pct, absent="not run")
 if ab is None:
-    nb.note(f"No ablation on this page: {why}.", title="Ablation not run")
+    ch.note(f"No ablation on this page: {why}.", title="Ablation not run")
 else:
-    nb.show_figure(plots.ablation_bars(ab, title=f"{name}: group ablation at the final revision"),
-                   name=f"fig-model-{name}-ablation", width="70%",
-                   caption=f"{name}: top-1 accuracy at the query with no ablation, with the induction circuit "
-                           "ablated, with matched-random heads of the same layers ablated, and with whole layers "
-                           "ablated (upper bound).", provenance=provenance)
-    nb.show_table(ab.drop(columns=[c for c in ("spec",) if c in ab.columns]),
-                  caption=f"Ablation conditions of {name} ({'authors' if tier.name == 'published' else ablation_mode} "
-                          "ablation).")
+    ch.figure(plots.ablation_bars(ab, title=f"{name}: group ablation at the final revision"), width="70%",
+              name=f"fig-model-{name}-ablation",
+              caption=f"{name}: top-1 accuracy at the query with no ablation, with the induction circuit ablated, with "
+                      "matched-random heads of the same layers ablated, and with whole layers ablated (upper bound).")
+    ch.table(ab, caption=f"Ablation conditions of {name} ({'authors' if tier.name == 'published' else ablation_mode} "
+                         "ablation).")

@@ -34,7 +34,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
-from circuitdev.config import ProbeConfig  # noqa: E402
+from circuitdev.measure.config import ProbeConfig  # noqa: E402
+from circuitdev.paths import published_dir  # noqa: E402
+
+# The authors' published files, when this machine has a copy: $CIRCUITDEV_PUBLISHED (CI names its copy there), else
+# data/published (where `circuitdev published fetch` and `make book` put them). Tests that need them skip visibly.
+PUBLISHED = published_dir()
 
 TINY_FAMILIES = ("gpt_neox", "olmo", "olmoe")
 TINY_PROBE = ProbeConfig(n=16, n_pr=16, seq_len=32, vocab_range=(3, 120), baseline_size=10, n_prefix=8, n_nulls=2,

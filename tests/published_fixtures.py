@@ -1,6 +1,6 @@
 """Small synthetic published directories with known answers (never copies of the authors' files).
 
-`write_published(root)` writes three tiny panels in the authors' schema (method spec §7) under the real file names,
+`write_published(root)` writes three tiny panels in the authors' schema (method reference §7) under the real file names,
 so the loader, the findings and the audit run on them unchanged. The designed values (below) make every finding's
 answer computable by hand; the tests state those answers explicitly.
 
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from circuitdev.published import PUBLISHED_PANELS, default_published_dir, revision_tokens_b
+from circuitdev.paths import published_dir
+from circuitdev.sources.published import PUBLISHED_PANELS, revision_tokens_b
 from circuitdev.schema import HEAD_CLASSES
 
 Sel = dict[str, dict[tuple[int, int], dict[str, float]]]  # revision -> (layer, head) -> {class: selectivity}
@@ -85,7 +86,7 @@ def olmoe_sel() -> Sel:
 
 
 def per_revision_json(panel: str, revision: str, n_layers: int, n_heads: int, sel: Sel) -> dict:
-    """One file in the per-revision schema (spec §7); `classifications` holds a token top-K list."""
+    """One file in the per-revision schema (method reference §7); `classifications` holds a token top-K list."""
     heads = {}
     for l in range(n_layers):
         for h in range(n_heads):
@@ -165,8 +166,8 @@ def published_fixture(tmp_path) -> Path:
 
 
 def real_published_dir() -> Path:
-    """The authors' files (`$CIRCUITDEV_PUBLISHED` or <repo>/../shared/published); skips visibly when absent."""
-    path = default_published_dir()
+    """The authors' files (`$CIRCUITDEV_PUBLISHED` or data/published); skips visibly when absent."""
+    path = published_dir()
     if not (path / "per_revision").is_dir():
         pytest.skip(f"published data not found at {path} (set CIRCUITDEV_PUBLISHED to the folder)")
     return path

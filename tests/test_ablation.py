@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from circuitdev.ablation import ablation_suite, head_means, matched_random, query_logits, upper_bound
-from circuitdev.batch import induction_batch
+from circuitdev.measure.ablation import ablation_suite, head_means, matched_random, query_logits, upper_bound
+from circuitdev.measure.batch import induction_batch
 from circuitdev.errors import ConfigError
-from circuitdev.families import family_of
+from circuitdev.measure.families import family_of
 from tiny_models import FAMILIES, tiny_model
 
 BATCH = induction_batch(n=8, seq_len=32, vocab_range=(3, 120))

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from circuitdev import cli
-from circuitdev.audit import CLAIMS_PATH, QUANTITIES, Claim, compare, load_claims, run_audit
+from circuitdev.analysis.audit import CLAIMS_PATH, QUANTITIES, Claim, compare, load_claims, run_audit
 from circuitdev.errors import ConfigError
-from circuitdev.published import load_published
-from circuitdev.reanalysis import CONTRACT_COLUMNS, reanalyse
+from circuitdev.sources.published import load_published
+from circuitdev.analysis.reanalysis import CONTRACT_COLUMNS, reanalyse
 from published_fixtures import published_fixture, real_published_dir  # noqa: F401  (pytest fixture)
 
 HEADER = "claims:\n"
@@ -244,7 +244,7 @@ def test_reanalysis_of_the_published_data(tmp_path):
     assert (audit.filter(like="F2.table", axis=0)["status"] == "match").all()
     assert (audit.filter(like="F5.L4H4", axis=0)["status"] == "match").all()
     assert audit.loc["F2.jump.olmo-1b-0724", "status"] == "match"
-    # F4's 33% revisions do not survive the >= 50x rule (method spec §8.7): found by computation
+    # F4's 33% revisions do not survive the >= 50x rule (method reference §8.7): found by computation
     assert audit.loc["F4.recall.pythia-1b@33", "status"] == "differs"
     assert audit.loc["F4.recall.olmo-1b-0724@33", "status"] == "differs"
     assert audit.loc["F4.recall.pythia-1b@100", "status"] == "match"

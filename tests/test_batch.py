@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 
 import circuitdev
-from circuitdev.batch import default_first_a_range, induction_batch, repeated_batch, valid_mask
+from circuitdev.measure.batch import default_first_a_range, induction_batch, repeated_batch, valid_mask
 
 
 def reference_batch(n, seed=42):
-    """An independent transcription of the authors' build_induction_batch (method spec §1), loop for loop."""
+    """An independent transcription of the authors' build_induction_batch (method reference §1), loop for loop."""
     rng = np.random.RandomState(seed)
     out, abs_ = [], []
     for _ in range(n):

@@ -1,7 +1,8 @@
 """A small version of the whole book, built the way `make book` builds it, then opened in headless Chromium.
 
 Two tiny local-folder panels stand in for the model tiers (`toy-tiny`: toy tier, `tiny-olmoe`: measured tier); the
-published tier is the authors' files when ../shared/published exists (else its notes must appear instead). The
+published tier is the authors' files when this machine has a copy (conftest.PUBLISHED; else its notes must appear
+instead). The
 pipeline (Snakefile, target `notebooks`) probes the panels and executes every notebook with papermill; the book is
 then built with Sphinx warnings as errors. Chromium renders two pages; their screenshots are kept in
 `_build/screenshots/` of the repository for people to look at. About 2-4 minutes on 2 cores.
@@ -22,11 +23,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import write_tiny_panel
+from conftest import PUBLISHED, write_tiny_panel
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-PUBLISHED = REPO.parent / "shared" / "published"
 SCREENSHOTS = REPO / "_build" / "screenshots"
 FINDING_NOTEBOOKS = ["f1_floor", "f2_shapes", "f3_milestones", "f4_convergence", "f5_pr_lead", "f6_noise_floor",
                      "sensitivity"]
@@ -115,18 +115,26 @@ def test_figures_are_numbered_with_captions_and_provenance(book):
             assert 'src="data:image/png;base64,' in fig
 
 
-def test_numbers_in_the_prose_are_glued(book):
-    intro = (book / "book" / "intro.html").read_text()
-    pasted = re.findall(r'<span class="pasted-text">([^<]*)</span>', intro)
-    assert len(pasted) >= 10
+def test_numbers_in_the_prose_are_the_findings(book):
+    """The numbers pasted into the intro and F2 are the findings functions' values on the same data."""
+    from circuitdev.analysis import findings
+    from circuitdev.sources.published import load_published
+    from circuitdev.sources.store import load_panel_table
+
+    intro = text_of((book / "book" / "intro.html").read_text())
     f2 = text_of((book / PAGE.format("f2_shapes")).read_text())
     if PUBLISHED.is_dir():
-        assert "57.8%" in pasted and "80.9%" in pasted and "75.8%" in pasted  # glued from f2_shapes
-        assert re.search(r"In the authors’ files, Pythia ends at 57\.8%", f2)
+        dev = load_published(PUBLISHED).table
+        final = findings.trajectory_shape(findings.bos_fraction(dev)).set_index("panel")["final_pct"]
+        pythia, olmo, olmoe = (f"{final[p]:.1f}%" for p in ("pythia-1b", "olmo-1b-0724", "olmoe-1b-7b-0924"))
+        assert f"it is {pythia} in Pythia, {olmo} in OLMo and {olmoe} in OLMoE" in intro
+        assert f"ends at {pythia} in Pythia, {olmo} in OLMo and {olmoe} in OLMoE" in f2
     else:
-        assert "n/a" in " ".join(pasted)
+        assert "it is n/a in Pythia" in intro
         assert "No published (authors' files) data in this chapter" in f2.replace("’", "'")
-    assert "toy-tiny 0.0%" in f2 or re.search(r"toy-tiny \d+\.\d%", f2)  # the toy tier's own numbers
+    toy = load_panel_table(book.parents[1] / "results", "toy-tiny")
+    toy_final = findings.bos_fraction(toy)["bos_fraction"].iloc[-1]
+    assert f"toy-tiny {100 * toy_final:.1f}%" in f2  # the toy tier's own number
     method = text_of((book / PAGE.format("method")).read_text())
     assert "2000 sequences of T = 256" in method
 

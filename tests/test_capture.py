@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 import torch
 
-from circuitdev.batch import induction_batch
-from circuitdev.capture import capture, prefix_matching_scores
+from circuitdev.measure.batch import induction_batch
+from circuitdev.measure.capture import capture, prefix_matching_scores
 from circuitdev.errors import ArchitectureError, ConfigError, NumericalError
-from circuitdev.families import family_of
+from circuitdev.measure.families import family_of
 from tiny_models import FAMILIES, tiny_model
 
 BATCH = induction_batch(n=10, seq_len=32, vocab_range=(3, 120))

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from circuitdev import findings as F
+from circuitdev.analysis import findings as F
+from circuitdev.analysis import pr_lead as PR
 from circuitdev.errors import DataError
-from circuitdev.published import load_published
+from circuitdev.sources.published import load_published
 from published_fixtures import published_fixture, real_published_dir  # noqa: F401  (pytest fixture)
 
 P, O, E = "pythia-1b", "olmo-1b-0724", "olmoe-1b-7b-0924"
@@ -187,7 +188,7 @@ def test_recall_at_another_reference_revision(dev):
 
 
 def test_head_trajectories(dev):
-    traj = F.head_trajectories(dev)
+    traj = PR.head_trajectories(dev)
     p = traj[traj["panel"] == P]
     assert len(p) == 15 and p["name"].unique().tolist() == ["L0H3", "L1H2", "L2H3"]
     l0h3 = p[p["name"] == "L0H3"]
@@ -197,7 +198,7 @@ def test_head_trajectories(dev):
 
 
 def test_pr_lead_default_rule(dev):
-    lead = F.pr_lead(dev).set_index(["panel", "name"])
+    lead = PR.pr_lead(dev).set_index(["panel", "name"])
     assert lead.loc[(P, "L0H3"), "formation_revision"] == "step10000"
     assert lead.loc[(P, "L0H3"), "elevation_revision"] == "step3000"  # PR-1 = 4 >= 0.5 x 8
     assert lead.loc[(P, "L0H3"), "lead_checkpoints"] == 1
@@ -208,21 +209,21 @@ def test_pr_lead_default_rule(dev):
 
 
 def test_pr_lead_other_rules(dev):
-    ratio = F.pr_lead(dev, rule="ratio-to-start", level=2.0).set_index(["panel", "name"])
+    ratio = PR.pr_lead(dev, rule="ratio-to-start", level=2.0).set_index(["panel", "name"])
     assert ratio.loc[(P, "L0H3"), "lead_checkpoints"] == 1  # 5 >= 2 x 1.0 at step3000
     assert pd.isna(ratio.loc[(P, "L1H2"), "lead_checkpoints"])  # 2.0 never reaches 4.0
-    level = F.pr_lead(dev, rule="above-level", level=10.0).set_index(["panel", "name"])
+    level = PR.pr_lead(dev, rule="above-level", level=10.0).set_index(["panel", "name"])
     assert pd.isna(level.loc[(P, "L0H3"), "elevation_index"])
     assert level.loc[(P, "L2H3"), "elevation_revision"] == "step256"
-    prev = F.pr_lead(dev, head_class="previous-token")  # formation threshold 100
+    prev = PR.pr_lead(dev, head_class="previous-token")  # formation threshold 100
     assert prev["name"].tolist() == ["L0H0"] and prev["formation_revision"].tolist() == ["step256"]
-    sens = F.pr_lead_sensitivity(dev, grid={"fraction-of-peak": [0.5, 0.9]})
+    sens = PR.pr_lead_sensitivity(dev, grid={"fraction-of-peak": [0.5, 0.9]})
     assert len(sens) == 2 * 4 and sens["level"].tolist()[:4] == [0.5] * 4
     assert sens[(sens["name"] == "L0H3") & (sens["level"] == 0.9)]["lead_checkpoints"].item() == 0
 
 
 def test_pr_features_follow_the_authors_trapezoid(dev):
-    feats = F.pr_features(dev).set_index(["panel", "name"])
+    feats = PR.pr_features(dev).set_index(["panel", "name"])
     pr = [1.96, 27.35, 48.05, 35.62, 28.29]
     x = [math.log(max(t, 1.0)) for t in (0.002, 0.536, 6.291, 20.971, 299.892)]
     y = [max(v - 1, 0) for v in pr]

@@ -12,8 +12,8 @@ import torch
 import yaml
 
 from circuitdev.errors import ConfigError, ModelUnavailableError
-from circuitdev.loading import load_revision, resolve_device, torch_dtype
-from circuitdev.panels import load_panel
+from circuitdev.sources.loading import load_revision, resolve_device, torch_dtype
+from circuitdev.sources.panels import load_panel
 from conftest import TINY_FAMILIES, tiny_model
 
 
@@ -89,7 +89,7 @@ def test_offline_hub_gives_one_clear_error_fast():
 def test_offline_translation_of_the_error_chain():
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    from circuitdev.loading import _unavailable
+    from circuitdev.sources.loading import _unavailable
 
     panel = load_panel("olmo-1b-0724")
     rev = panel.revisions[0]

@@ -1,9 +1,11 @@
-"""The notebooks' helpers and sources: parameter checks (unknown / ill-typed parameters fail at the top with a clear
-message), tiers with absent data (notes, never exceptions), provenance, glue, the figures (never an empty axis),
-and the notebook sources themselves (jupytext percent format, a documented parameters cell, thin)."""
+"""The page layer: parameter checks (unknown / ill-typed parameters fail at the top, naming them), tiers with absent
+data (notes, never exceptions), provenance, glue that equals the findings, figures that draw their input, the
+notebook sources themselves (thin, documented), and a page re-run at another threshold that still states the
+paper's 30x."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -19,16 +21,25 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from circuitdev import findings, plots  # noqa: E402
-from circuitdev import notebook as nb  # noqa: E402
+from circuitdev.analysis import findings, pr_lead  # noqa: E402
+from circuitdev.analysis.claims import claim_values, paper_noise_floor  # noqa: E402
+from circuitdev.book import display, plots  # noqa: E402
+from circuitdev.book.build import BuildFolders  # noqa: E402
+from circuitdev.book.execute import execute_page, page_sources  # noqa: E402
+from circuitdev.book.parameters import (BUILD_PARAMETERS, check_namespace, check_parameters,  # noqa: E402
+                                        read_parameters)
+from circuitdev.book.sweep import glued_values  # noqa: E402
+from circuitdev.book.tiers import (Tier, Tiers, load_tiers, model_tier, published_ablation,  # noqa: E402
+                                   record_nulls, screen_settings)
 from circuitdev.errors import ConfigError  # noqa: E402
 from circuitdev.schema import HEAD_CLASSES, sel_column  # noqa: E402
+from conftest import PUBLISHED  # noqa: E402
+from published_fixtures import write_published  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
-PUBLISHED = REPO.parent / "shared" / "published"
-# Every notebook takes these: the pipeline passes them to all of them (Snakefile `notebook_parameters`).
-PIPELINE_PARAMETERS = {"results_dir", "published_dir", "data_dir", "panels"}
+PAGES = page_sources()
+FINDING_PAGES = ["f1_floor", "f2_shapes", "f3_milestones", "f4_convergence", "f5_pr_lead", "f6_noise_floor",
+                 "sensitivity"]
 
 
 # --------------------------------------------------------------------------------------------------- parameters
@@ -40,15 +51,15 @@ GOOD = {"panel": "toy-pythia", "threshold": 30, "seeds": (1, 2), "rule": "per-cl
 
 
 def test_check_parameters_normalises_good_values():
-    out = nb.check_parameters(GOOD, SPEC)
+    out = check_parameters(GOOD, SPEC)
     assert out["threshold"] == 30.0 and isinstance(out["threshold"], float)
     assert out["seeds"] == [1, 2]
-    assert nb.check_parameters({**GOOD, "revisions": ["step1"]}, SPEC)["revisions"] == ["step1"]
+    assert check_parameters({**GOOD, "revisions": ["step1"]}, SPEC)["revisions"] == ["step1"]
 
 
 def test_unknown_parameter_names_it_and_lists_the_known_ones():
     with pytest.raises(ConfigError, match=r"unknown notebook parameter\(s\) 'treshold'.*threshold \(float\)"):
-        nb.check_parameters({**GOOD, "treshold": 3.0}, SPEC)
+        check_parameters({**GOOD, "treshold": 3.0}, SPEC)
 
 
 @pytest.mark.parametrize("name, value, expected", [
@@ -61,69 +72,129 @@ def test_unknown_parameter_names_it_and_lists_the_known_ones():
 ])
 def test_ill_typed_parameter_names_type_and_allowed_values(name, value, expected):
     with pytest.raises(ConfigError, match=expected):
-        nb.check_parameters({**GOOD, name: value}, SPEC)
+        check_parameters({**GOOD, name: value}, SPEC)
 
 
-def test_check_notebook_parameters_reads_the_annotations_and_new_names():
-    namespace = {"In": [], "nb": nb, "_before": None, "Literal": Literal}  # a notebook's globals
-    before = set(namespace)
+def test_check_namespace_reads_annotations_and_papermills_injected_cell():
+    namespace = {"Literal": Literal, "HEAD_CLASSES": HEAD_CLASSES}  # an imported constant is not a parameter
     exec("threshold: float = 30\nrule: Literal['per-class', 'best-class'] = 'per-class'", namespace)
-    namespace["threshold"] = 50  # what papermill's injected cell does
-    nb.check_notebook_parameters(namespace, before)
-    assert namespace["threshold"] == 50.0 and isinstance(namespace["threshold"], float)
+    injected = "# Parameters\nthreshold = 50\nresults_dir = '/tmp/r'\n"
+    exec(injected, namespace)
+    namespace["In"] = ["", "import x", injected]  # IPython keeps every executed cell's source
+    own, build = check_namespace(namespace)
+    assert own == {"threshold": 50.0, "rule": "per-class"} and isinstance(namespace["threshold"], float)
+    assert build == {"results_dir": "/tmp/r"}
+    namespace["In"].append("# Parameters\nbogus = 1\n")
     namespace["bogus"] = 1
-    with pytest.raises(ConfigError, match="'bogus'"):
-        nb.check_notebook_parameters(namespace, before)
+    with pytest.raises(ConfigError, match="'bogus'.*threshold \\(float\\)"):
+        check_namespace(namespace)
 
 
 # ------------------------------------------------------------------------------------------------ notebook sources
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_source_is_documented_and_thin(path):
+def code_lines(source: str) -> int:
+    return sum(1 for line in source.splitlines() if line.strip() and not line.strip().startswith("#"))
+
+
+@pytest.mark.parametrize("name", sorted(PAGES), ids=str)
+def test_page_source_is_documented_and_thin(name):
     import jupytext
 
-    book = jupytext.read(path)
-    assert book.metadata["kernelspec"]["name"] == "python3"  # papermill needs no -l / -k
+    book = jupytext.read(PAGES[name])
+    assert book.metadata["kernelspec"]["name"] == "python3"
     assert book.cells[0].cell_type == "markdown" and book.cells[0].source.startswith("# "), "title first"
     tagged = [c for c in book.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(tagged) == 1, "exactly one `parameters` cell"
-    params = tagged[0].source.splitlines()
-    names = [m.group(1) for line in params if (m := re.match(r"^(\w+)\s*:", line))]
-    assert PIPELINE_PARAMETERS <= set(names)
-    for i, line in enumerate(params):  # each parameter is typed and has a comment right above it
-        if re.match(r"^\w+\s*=", line):
-            pytest.fail(f"{path.name}: parameter line without a type annotation: {line!r}")
-        if re.match(r"^\w+\s*:", line):
-            assert i > 0 and params[i - 1].startswith("# "), f"{path.name}: undocumented parameter {line!r}"
-            assert line.count("=") == 1, f"{path.name}: papermill cannot parse {line!r}"
-    index = book.cells.index(tagged[0])
-    check = book.cells[index + 1]
-    assert "check_notebook_parameters(globals(), _before)" in check.source, "validation right after parameters"
+    assert len(tagged) == 1 and "remove-cell" in tagged[0].metadata["tags"], "one parameters cell, shown folded"
+    docs = read_parameters(PAGES[name])
+    assert not set(d.name for d in docs) & set(BUILD_PARAMETERS), "the build's folders are not page parameters"
+    for d in docs:
+        assert d.comment, f"{name}: undocumented parameter {d.name}"
+        assert d.type is not None, f"{name}: the type of {d.name} cannot be evaluated"
     code = [c for c in book.cells if c.cell_type == "code"]
-    assert all(len(c.source.splitlines()) <= 45 for c in code), "cells stay short: logic belongs in lib/"
+    imports = code[0]
+    assert all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.parse(imports.source).body), \
+        "the cell before the parameters imports only"
+    opener = book.cells[book.cells.index(tagged[0]) + 1]
+    assert f'chapter("{name}", globals()' in opener.source, "the chapter opens right after the parameters"
     assert not any(re.search(r"^\s*(def|class) ", c.source, re.M) for c in code), "functions belong in lib/"
+    if name in FINDING_PAGES:
+        total = sum(code_lines(c.source) for c in code if c is not tagged[0])
+        assert total <= 42, f"{name}: {total} lines of code; a findings page reads like the paper"
 
 
-def run_notebook(name: str, tmp_path: Path, parameters: dict) -> subprocess.CompletedProcess:
-    """jupytext -> papermill, as the pipeline runs it."""
-    ipynb = tmp_path / f"{name}.ipynb"
-    subprocess.run([sys.executable, "-m", "jupytext", "--to", "ipynb", "--output", str(ipynb),
-                    str(REPO / "notebooks" / f"{name}.py")], check=True, capture_output=True)
-    args = [a for k, v in parameters.items() for a in ("-p", k, str(v))]
-    return subprocess.run([sys.executable, "-m", "papermill", str(ipynb), str(tmp_path / f"out-{name}.ipynb"),
-                           *args, "--cwd", str(REPO)], capture_output=True, text=True, timeout=300)
+def test_pages_cite_only_sections_of_the_method_reference():
+    """No comment in the library points outside the repository; `method reference §N` resolves to a heading."""
+    reference = (REPO / "book" / "method_reference.md").read_text()
+    sections = set(re.findall(r"^## §(\d+) ", reference, re.M))
+    cited = set()
+    for path in [*(REPO / "lib").rglob("*.py"), *PAGES.values()]:
+        text = path.read_text()
+        assert "spec §" not in text and "DESIGN.md" not in text and "toy_panel_notes" not in text, path
+        assert "../shared" not in text, f"{path}: the product never guesses a sibling folder"
+        cited |= set(re.findall(r"method reference §(\d+)", text))
+        cited |= set(re.findall(r"method reference §\d+(?:\s*[-,]\s*§?(\d+))", text))
+    assert cited and cited <= sections, f"cited {sorted(cited - sections)} but the reference has {sorted(sections)}"
+
+
+# ------------------------------------------------------------------------------------------------- running a page
+
+
+@pytest.fixture(scope="module")
+def fixture_build(tmp_path_factory) -> BuildFolders:
+    """A build with the synthetic published fixture and no records: pages run in seconds."""
+    root = tmp_path_factory.mktemp("build")
+    return BuildFolders(results_dir=root / "results", data_dir=REPO / "data",
+                        published_dir=write_published(root / "published"), panels=[])
 
 
 @pytest.mark.slow
-def test_unknown_and_ill_typed_parameters_stop_a_notebook_at_the_top(tmp_path):
-    proc = run_notebook("f1_floor", tmp_path, {"bos_treshold": 10, "published_dir": "none",
-                                               "results_dir": str(tmp_path)})
+def test_a_page_rerun_at_another_threshold_still_states_the_papers_30x(fixture_build, tmp_path):
+    """The re-run bug of the old F2 page: its claim paragraph glued the *current* threshold."""
+    from circuitdev.book.export import write_html
+
+    out = execute_page(PAGES["f2_shapes"], tmp_path / "f2.ipynb", {"bos_threshold": 50}, folders=fixture_build)
+    glued = glued_values(out)
+    assert glued["f2-paper-bos-threshold"] == 30.0 and glued["f2-threshold"] == 50.0
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", write_html(out).read_text()))
+    claim = text[text.index("The paper's claim"):text.index("What we compute")]
+    assert "selectivity ≥ 30×" in claim and "50×" not in claim
+    assert "τ = 50×" in text[text.index("What we compute"):]
+
+
+@pytest.mark.slow
+def test_glued_numbers_equal_the_findings_functions(fixture_build, tmp_path):
+    """Every model's glued final BOS fraction is the findings value, formatted; the raw value is kept exactly."""
+    from circuitdev.sources.published import PUBLISHED_PANELS, load_published
+
+    out = execute_page(PAGES["f2_shapes"], tmp_path / "f2.ipynb", {}, folders=fixture_build)
+    glued = glued_values(out)
+    dev = load_published(fixture_build.published_dir).table
+    shape = findings.trajectory_shape(findings.bos_fraction(dev)).set_index("panel")
+    for panel, info in PUBLISHED_PANELS.items():
+        assert glued[f"f2-pub-{info.short}-final-pct"] == pytest.approx(shape.loc[panel, "final_pct"], abs=0)
+        assert glued[f"f2-pub-{info.short}-shape"] == shape.loc[panel, "shape"]
+    assert glued["f2-claims-total"] > 0
+
+
+@pytest.mark.slow
+def test_unknown_and_ill_typed_parameters_stop_a_page_at_the_top(tmp_path):
+    """Run through papermill directly (no pre-check): the page itself refuses, before anything else runs."""
+    ipynb = tmp_path / "f1.ipynb"
+    subprocess.run([sys.executable, "-m", "jupytext", "--to", "ipynb", "--output", str(ipynb),
+                    str(PAGES["f1_floor"])], check=True, capture_output=True)
+
+    def papermill(*args):
+        return subprocess.run([sys.executable, "-m", "papermill", str(ipynb), str(tmp_path / "out.ipynb"), *args,
+                               "--cwd", str(REPO)], capture_output=True, text=True, timeout=300,
+                              env={**__import__("os").environ, "CIRCUITDEV_PUBLISHED": "none",
+                                   "CIRCUITDEV_RESULTS": str(tmp_path)})
+
+    proc = papermill("-p", "bos_treshold", "10")
     assert proc.returncode != 0
-    assert "ConfigError" in proc.stderr and "unknown notebook parameter(s) 'bos_treshold'" in proc.stderr
-    out = (tmp_path / "out-f1_floor.ipynb").read_text()
-    assert '"execution_count": null' in out  # nothing after the check ran
-    proc = run_notebook("f1_floor", tmp_path, {"bos_threshold": "high", "published_dir": "none"})
+    assert "unknown notebook parameter(s) 'bos_treshold'" in proc.stderr
+    assert "bos_threshold (float)" in proc.stderr
+    proc = papermill("-p", "bos_threshold", "high")
     assert proc.returncode != 0 and "'bos_threshold' must be float; got 'high'" in proc.stderr
 
 
@@ -143,91 +214,111 @@ def dev_table(panel: str, revisions: int = 4, layers: int = 4, heads: int = 4, s
                     sel["sel_first_token"] = 40.0 + 10 * r
                 if (layer, head) == (1, 0):
                     sel["sel_induction"] = 20.0 * (r + 1)
-                rows.append({"panel": panel, "revision": f"step{r}", "tokens_b": r * 1e-3, "step": r,
+                rows.append({"panel": panel, "revision": f"step{r}", "tokens_b": (r + 1) * 1e-3, "step": r,
                              "layer": layer, "head": head, **sel, "pr": 1.0 + r + head, "source": source})
     return pd.DataFrame(rows)
 
 
 def test_load_tiers_with_nothing_gives_notes_not_errors(tmp_path):
-    tiers = nb.load_tiers(published_dir=None, results_dir=str(tmp_path))
+    tiers = load_tiers(published_dir=None, results_dir=tmp_path)
     assert [t.name for t in tiers] == ["published", "toy", "measured"]
     assert tiers.present == []
-    assert "PUBLISHED_DIR" in tiers["published"].note
+    assert "circuitdev published fetch" in tiers["published"].note
     assert "circuitdev toy train" in tiers["toy"].note
     assert "real_panels" in tiers["measured"].note
     assert tiers.apply(findings.bos_fraction).empty
-    assert nb.load_tiers(["published"], published_dir=str(tmp_path / "nope"))["published"].note
+    missing = load_tiers(["published"], published_dir=tmp_path / "nope", results_dir=tmp_path)["published"]
+    assert not missing.present and "are not in" in missing.note
 
 
 def test_load_tiers_reads_records_into_the_right_tier(tmp_path, make_tiny_panel):
-    from circuitdev.store import probe_panel
+    from circuitdev.sources.run import probe_panel
 
     results = tmp_path / "results"
     toy = make_tiny_panel("gpt_neox", revisions=2, name="toy-tiny")
     real = make_tiny_panel("olmo", revisions=2, name="tiny-olmo")
     for panel in (toy, real):
         probe_panel(panel, results_dir=results, progress=False)
-    tiers = nb.load_tiers(["toy", "measured"], results_dir=str(results))
+    tiers = load_tiers(["toy", "measured"], published_dir=None, results_dir=results)
     assert tiers["toy"].panels == ["toy-tiny"] and tiers["measured"].panels == ["tiny-olmo"]
     assert len(tiers["toy"].configs["toy-tiny"]) == 12
     line = tiers.provenance()
     assert line.startswith("Source: toy — toy-tiny; 2 revisions (step0…step1); config ")
     assert "| measured — tiny-olmo" in line and " · code " in line
-    nulls = nb.record_nulls(tiers)
+    nulls = record_nulls(tiers)
     assert set(nulls["panel"]) == {"toy-tiny", "tiny-olmo"} and (nulls["n_nulls"] == 2).all()
     assert findings.noise_floor(nulls[nulls["tier"] == "toy"].drop(columns="tier"))["status"].iloc[0] == "ok"
     # the model page's loader: records first; a panel that is neither recorded nor published says so
-    assert nb.model_tier(str(toy), results_dir=str(results)).name == "toy"
-    missing = nb.model_tier("nothing-here", results_dir=str(results))
+    assert model_tier(str(toy), published_dir=None, results_dir=results).name == "toy"
+    missing = model_tier("nothing-here", published_dir=None, results_dir=results)
     assert not missing.present and "circuitdev probe --panel nothing-here" in missing.note
 
 
 @pytest.mark.skipif(not PUBLISHED.is_dir(), reason=f"published data not found at {PUBLISHED}")
-def test_published_tier_and_paper_vs_data():
-    tiers = nb.load_tiers(["published"], published_dir=str(PUBLISHED))
+def test_published_tier_and_its_ablations():
+    tiers = load_tiers(["published"], published_dir=PUBLISHED, results_dir=Path("/nonexistent"))
     assert tiers["published"].panels == ["pythia-1b", "olmo-1b-0724", "olmoe-1b-7b-0924"]
-    audit = nb.paper_vs_data(tiers, ["F1"])
-    assert (audit["status"] == "match").all() and len(audit) > 0
-    ab = nb.published_ablation(tiers["published"], "pythia-1b")
+    ab = published_ablation(tiers["published"], "pythia-1b")
     assert set(ab["condition"]) >= {"baseline", "screen", "matched_random", "upper_bound"}
     assert ab.loc[ab["condition"] == "screen", "n_ablated"].iloc[0] == 3
-    assert nb.model_tier("olmo-1b-0724", published_dir=str(PUBLISHED), results_dir="/nonexistent").name == "published"
+    assert model_tier("olmo-1b-0724", published_dir=PUBLISHED, results_dir=Path("/nonexistent")).name == "published"
 
 
-def test_glue_formats_and_marks_absent_values(capsys):
-    glue = nb.Glue("t")
-    glue("pct", 0.578125, nb.fmt_pct)
-    glue("missing", float("nan"), "{:.1f}", absent="n/a (no data)")
-    glue("tokens", 6.291456, nb.fmt_tokens)
-    assert glue.keys == {"t-pct": "57.8%", "t-missing": "n/a (no data)", "t-tokens": "6.29B"}
-    assert nb.fmt_tokens(0.002097152) == "2.1M" and nb.fmt_tokens(3048) == "3.05T"
+def test_formats_and_glue_records(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False, metadata=None: shown.append((obj, metadata)))
+    display.glue_text("t-pct", display.fmt_pct(0.578125), 57.8125)
+    ((bundle, metadata),) = shown
+    assert bundle == {display.GLUE_PREFIX + "text/plain": "'57.8%'"}
+    assert metadata["scrapbook"]["name"] == "t-pct" and metadata["circuitdev"]["value"] == 57.8125
+    assert display.fmt_tokens(2.097152e6) == "2.1M" and display.fmt_tokens(3.048e12) == "3.05T"
+    assert display.fmt_tokens_b(6.291456) == "6.29B" and display.fmt_tokens(0) == "0"
+    assert display.format_value(float("nan"), "{:.1f}", absent="n/a (no data)") == "n/a (no data)"
 
 
 def test_claimed_values_and_milestone_text():
-    paper = nb.paper_noise_floor()
+    paper = paper_noise_floor()
     assert list(paper["revision"]) == ["step1000", "step5000", "step20000", "step80000", "step143000"]
     assert paper["tier"].eq("paper").all() and paper["tokens_b"].iloc[0] == pytest.approx(2.097, abs=1e-3)
-    assert nb.milestone_text("bos_50pct") == "≥ 50% of heads with first-token selectivity ≥ 30×"
+    assert findings.milestone("bos_50pct").describe() == "≥ 50% of heads with first-token selectivity ≥ 30×"
+    assert findings.milestone("bos_50pct", threshold=10).threshold == 10
     with pytest.raises(ConfigError):
-        nb.claimed("no.such.claim")
+        claim_values("no.such.claim")
 
 
 # ------------------------------------------------------------------------------------------------------ figures
 
 
-def tiered(*tables: tuple[str, pd.DataFrame]) -> nb.Tiers:
-    return nb.Tiers({name: nb.Tier(name, t, configs={p: "abc" for p in t["panel"].unique()}) for name, t in tables})
+def tiered(*tables: tuple[str, pd.DataFrame]) -> Tiers:
+    return Tiers({name: Tier(name, t, configs={p: "abc" for p in t["panel"].unique()}) for name, t in tables})
 
 
-def test_every_figure_draws_from_two_tiers_and_says_when_empty():
+def test_figures_draw_their_input():
+    """The plotted data are the findings' numbers: line y-values, heat-map cells, recall points."""
     tiers = tiered(("toy", dev_table("toy-a")), ("measured", dev_table("real-b", seed=1, source="probe")))
     frac = tiers.apply(findings.bos_fraction)
+    fig = plots.bos_fraction_lines(frac)
+    for ax, tier in zip(fig.axes, ["toy", "measured"]):
+        want = frac[frac["tier"] == tier]
+        ys = np.concatenate([line.get_ydata() for line in ax.get_lines() if len(line.get_ydata()) > 1])
+        assert np.allclose(np.sort(ys), np.sort(100 * want["bos_fraction"].to_numpy()))
+    layers = tiers.apply(findings.layer_counts)
+    fig = plots.bos_layer_heatmaps(layers)
+    grid = fig.axes[0].images[0].get_array()
+    want = layers[layers["tier"] == "toy"].pivot(index="layer", columns="revision_index", values="n").to_numpy()
+    assert np.array_equal(np.asarray(grid), want)
+    recall = tiers.apply(findings.circuit_recall)
+    fig = plots.recall_curves(recall)
+    ys = np.concatenate([line.get_ydata() for ax in fig.axes for line in ax.get_lines() if len(line.get_ydata()) > 2])
+    assert set(np.round(ys, 6)) >= set(np.round(100 * recall["recall"].dropna().to_numpy(), 6))
+
+
+def test_every_figure_has_a_title_and_says_when_empty():
+    tiers = tiered(("toy", dev_table("toy-a")), ("measured", dev_table("real-b", seed=1, source="probe")))
     ms = tiers.apply(findings.milestones)
     gaps = tiers.apply(lambda d: findings.milestone_gap(findings.milestones(d), start="induction_3_heads",
                                                         end="bos_10pct"))
-    recall = tiers.apply(findings.circuit_recall)
-    traj = tiers.apply(findings.head_trajectories)
-    layers = tiers.apply(findings.layer_counts)
+    traj = tiers.apply(pr_lead.head_trajectories)
     sens = tiers.apply(findings.threshold_sensitivity, final_only=True)
     counts = pd.concat([findings.layer_counts(dev_table("x"), head_class=c).assign(head_class=c)
                         for c in HEAD_CLASSES])
@@ -235,14 +326,14 @@ def test_every_figure_draws_from_two_tiers_and_says_when_empty():
                           "null_max": [2.0, 3.0], "real_max": [5.0, 60.0]})
     ab = pd.DataFrame({"condition": ["baseline", "screen", "matched_random", "matched_random", "upper_bound"],
                        "n_ablated": [0, 1, 1, 1, 4], "acc_top1": [0.5, 0.1, 0.45, 0.5, 0.0]})
-    figures = [plots.bos_fraction_lines(frac), plots.milestone_timeline(ms, gaps), plots.recall_curves(recall),
-               plots.pr_selectivity(traj), plots.bos_layer_heatmaps(layers), plots.threshold_sensitivity(sens),
+    figures = [plots.milestone_timeline(ms, gaps), plots.pr_selectivity(traj), plots.threshold_sensitivity(sens),
                plots.class_count_heatmaps(counts, title="t"), plots.noise_floor(nulls),
                plots.ablation_bars(ab, title="t"), plots.batch_layout(30, 64, [5, 9, 40])]
     for fig in figures:
         assert isinstance(fig, Figure) and fig.axes
         assert all(ax.get_title() or fig._suptitle for ax in fig.axes if ax.axison)
-        assert len(nb.figure_png(fig)) > 1000
+    bars = [p.get_height() for p in figures[5].axes[0].patches]
+    assert sorted(np.round(bars, 4)) == sorted(np.round([50.0, 10.0, 47.5, 0.0], 4))  # matched random: mean
     empty = pd.DataFrame(columns=["tier", "panel"])
     for fn in (plots.bos_fraction_lines, plots.recall_curves, plots.pr_selectivity, plots.bos_layer_heatmaps,
                plots.threshold_sensitivity, plots.noise_floor, plots.audit_status):
@@ -254,7 +345,7 @@ def test_every_figure_draws_from_two_tiers_and_says_when_empty():
 def test_show_figure_emits_a_numbered_myst_figure_and_an_html_twin(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))
-    nb.show_figure(plots.placeholder("x"), name="fig-test", caption="A caption.", provenance="Source: test")
+    display.show_figure(plots.placeholder("x"), name="fig-test", caption="A caption.", provenance="Source: test")
     (bundle,) = shown
     md = bundle["text/markdown"]
     assert md.startswith("```{figure} data:image/png;base64,") and ":name: fig-test" in md
@@ -267,8 +358,8 @@ def test_screen_settings_names_the_baseline_and_the_first_token():
 
     toy = SimpleNamespace(name="records", probe_configs={"toy-pythia": {"seq_len": 64, "baseline_excludes_ab": True,
                                                                         "first_token_id": 0}})
-    text = nb.screen_settings(toy, "toy-pythia")
+    text = screen_settings(toy, "toy-pythia")
     assert "T = 64" in text and "left out of the baseline" in text and "BOS token (id 0" in text
     real = SimpleNamespace(name="records", probe_configs={"pythia-1b": {"seq_len": 256, "first_token_id": None}})
-    text = nb.screen_settings(real, "pythia-1b")
+    text = screen_settings(real, "pythia-1b")
     assert "shared 50-position baseline" in text and "BOS" not in text

@@ -1,4 +1,4 @@
-"""Panel files: the three shipped panels (exact revisions and token counts of method spec §6), validation errors,
+"""Panel files: the three shipped panels (exact revisions and token counts of method reference §6), validation errors,
 name resolution, log-spaced hub panels."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import PUBLISHED as PUBLISHED_COPY
+
 from circuitdev.errors import ConfigError, ModelUnavailableError
-from circuitdev.panels import (
-    PANEL_FAMILIES,
+from circuitdev.sources.panels import (
     find_panel_file,
     list_panels,
     load_panel,
@@ -21,9 +22,9 @@ from circuitdev.panels import (
     write_panel,
 )
 
-PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "pr_trajectory"
+PUBLISHED = PUBLISHED_COPY / "pr_trajectory"  # the authors' PR trajectories (see conftest)
 
-# Method spec §6, typed in from the table (steps; tokens_B as the authors print them).
+# Method reference §6, typed in from the table (steps; tokens_B as the authors print them).
 PYTHIA_STEPS = [1, 4, 16, 64, 256, 512, 3000, 10000, 38000, 143000]
 PYTHIA_TOKENS_B_TRUNC = [0.002, 0.008, 0.033, 0.134, 0.536, 1.073, 6.291, 20.971, 79.691, 299.892]
 OLMO_LABELS = [(1000, 2), (2000, 4), (5000, 10), (11000, 23), (25000, 52), (56000, 117), (126000, 264), (285000, 597),
@@ -76,12 +77,6 @@ def test_shipped_panels_match_the_published_runs(panel, file, unit):
     assert [r.step for r in p.revisions] == data["ckpt_step"]
     # published tokens_B: Pythia truncated to 0.001 B, OLMo (labels) and OLMoE floored to whole B
     assert [r.tokens // unit * unit / 1e9 for r in p.revisions] == pytest.approx(data["ckpt_tokens_B"], abs=1e-9)
-
-
-def test_families_match_the_adapter_table():
-    from circuitdev.families import FAMILIES
-
-    assert set(PANEL_FAMILIES) == set(FAMILIES)
 
 
 def _base(**changes):
@@ -190,7 +185,7 @@ def test_pick_log_spaced_is_independent_of_a_geometric_grid():
 
 def test_log_spaced_hub_panel(monkeypatch, tmp_path):
     branches = ["main"] + [f"step{s}" for s in (0, 1, 2, 4, 8, 100, 1000, 5000, 10000)]
-    monkeypatch.setattr("circuitdev.panels.list_hub_branches", lambda model: branches)
+    monkeypatch.setattr("circuitdev.sources.panels.list_hub_branches", lambda model: branches)
     raw = _base(revisions={"log_spaced": 4}, tokens_per_step=10)
     p = parse_panel(raw)
     assert [r.name for r in p.revisions] == ["step0", "step8", "step1000", "step10000"]  # log targets 0, 3.07, 6.14, 9.21
@@ -204,7 +199,7 @@ def test_log_spaced_offline_is_a_clear_error(monkeypatch):
     def offline(model):
         raise ModelUnavailableError(f"cannot list the revisions of {model} ...")
 
-    monkeypatch.setattr("circuitdev.panels.list_hub_branches", offline)
+    monkeypatch.setattr("circuitdev.sources.panels.list_hub_branches", offline)
     with pytest.raises(ModelUnavailableError, match="org/model"):
         parse_panel(_base(revisions={"log_spaced": 3}, tokens_per_step=1))
     with pytest.raises(ConfigError, match="needs a hub model"):

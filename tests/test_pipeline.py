@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from circuitdev.panels import load_panel
+from circuitdev.sources.panels import load_panel
 from conftest import write_tiny_panel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,14 +71,13 @@ MODEL_NB = """\
 # %% [markdown]
 # # Model {panel}
 # %% tags=["parameters"]
-panel = None
-results_dir = None
-panels = []
+panel: str = "none"
 # %%
-from circuitdev.panels import load_panel
-from circuitdev.store import load_panel_table
+from circuitdev.book.build import build_folders
+from circuitdev.sources.panels import load_panel
+from circuitdev.sources.store import load_panel_table
 name = load_panel(panel, resolve_hub=False).name  # the pipeline passes a folder panel's file, so it can be loaded
-table = load_panel_table(results_dir, name)
+table = load_panel_table(build_folders().results_dir, name)  # the build's folders come in the environment
 print("MODEL", name, len(table), ",".join(table["revision"].unique()))
 """
 
@@ -86,13 +85,13 @@ FINDING_NB = """\
 # %% [markdown]
 # # A finding
 # %% tags=["parameters"]
-results_dir = None
-panels = []
-threshold = 30.0
+threshold: float = 30.0
 # %%
-from circuitdev.store import load_panel_table
-for p in panels:
-    t = load_panel_table(results_dir, p)
+from circuitdev.book.build import build_folders
+from circuitdev.sources.store import load_panel_table
+folders = build_folders()
+for p in folders.panels:
+    t = load_panel_table(folders.results_dir, p)
     print("FINDING", p, threshold, int((t["best_selectivity"] >= threshold).sum()))
 """
 

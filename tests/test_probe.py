@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from circuitdev.batch import induction_batch
-from circuitdev.config import ProbeConfig
+from circuitdev.measure.batch import induction_batch
+from circuitdev.measure.config import ProbeConfig
 from circuitdev.errors import ConfigError
-from circuitdev.probe import null_pr, probe_model
-from circuitdev.screen import baseline_positions
+from circuitdev.measure.probe import null_pr, probe_model
+from circuitdev.measure.screen import baseline_positions
 from tiny_models import FAMILIES, tiny_model
 
 CFG = ProbeConfig(n=24, n_pr=12, seq_len=32, vocab_range=(3, 120), n_prefix=8, n_nulls=3, batch_size=12)

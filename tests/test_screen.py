@@ -3,11 +3,11 @@ import pandas as pd
 import pytest
 import torch
 
-from circuitdev.batch import induction_batch
+from circuitdev.measure.batch import induction_batch
 from circuitdev.errors import NumericalError
 from circuitdev.schema import HEAD_CLASSES, sel_column
-from circuitdev.classify import circuit_memberships, classify, heads_of, is_class, sink_rate
-from circuitdev.screen import baseline_positions, null_selectivity, selectivities
+from circuitdev.measure.classify import circuit_memberships, classify, heads_of, is_class, sink_rate
+from circuitdev.measure.screen import baseline_positions, null_selectivity, selectivities
 
 PAPER_BASELINE = [10, 22, 26, 30, 32, 33, 37, 40, 48, 59, 68, 71, 73, 78, 80, 82, 83, 88, 89, 100, 104, 116, 118, 128,
                   141, 143, 148, 149, 152, 164, 166, 168, 173, 175, 176, 178, 186, 193, 194, 196, 198, 203, 204, 209,
@@ -134,7 +134,7 @@ def test_sink_rate():
 
 def test_induction_ceiling_of_the_shared_baseline():
     """A head with all its attention on B scores size / P(B in baseline), computed independently from the batch."""
-    from circuitdev.screen import induction_ceiling
+    from circuitdev.measure.positions import induction_ceiling
 
     for t in (64, 256):
         batch = induction_batch(4000, t, 42, (300, 1000))

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import circuitdev
-from circuitdev.spectral import head_prs, null_pr_stats, participation_ratios, trajectory_features
+from circuitdev.measure.spectral import head_prs, null_pr_stats, participation_ratios, trajectory_features
 
 
 def test_known_spectra():
@@ -40,7 +40,7 @@ def test_head_prs_layout():
 
 
 def test_trajectory_features_match_authors_pipeline():
-    # Pythia L4_H4 from method spec §6 (rounded PRs), with the authors' clip of log tokens at 1B
+    # Pythia L4_H4 from method reference §6 (rounded PRs), with the authors' clip of log tokens at 1B
     pr = np.array([1.96, 1.96, 1.32, 2.58, 27.35, 13.21, 48.05, 35.62, 26.38, 28.29])
     tok = np.array([0.002, 0.008, 0.033, 0.134, 0.536, 1.073, 6.291, 20.971, 79.691, 299.892])
     f = trajectory_features(pr, tok)

@@ -11,19 +11,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import circuitdev.store as store
+import circuitdev.atomic as atomic
 from circuitdev.errors import DataError
-from circuitdev.panels import load_panel
-from circuitdev.probe import probe_model
+from circuitdev.sources.panels import load_panel
+from circuitdev.measure.probe import probe_model
 from circuitdev.schema import DEV_KEY_COLUMNS, SEL_COLUMNS
-from circuitdev.store import (
-    RECORD_COLUMNS,
-    load_panel_table,
-    probe_panel,
-    read_record,
-    record_paths,
-    record_status,
-)
+from circuitdev.sources.run import probe_panel
+from circuitdev.sources.store import RECORD_COLUMNS, load_panel_table, read_record, record_paths, record_status
 
 REVS = ["step0", "step1", "step2"]
 
@@ -116,17 +110,17 @@ def test_interrupted_between_revisions_resumes(reference, tiny_panel, tmp_path):
 def test_interrupted_mid_write_is_never_used(reference, tiny_panel, tmp_path, monkeypatch, crash_on):
     """Crash at the rename that publishes step1's parquet, or between parquet and sidecar."""
     ref, _ = reference
-    real_replace = store._replace
+    real_replace = atomic.publish
 
     def crashing(src, dst):
         if dst.name == f"step1.{crash_on}":
             raise KeyboardInterrupt
         real_replace(src, dst)
 
-    monkeypatch.setattr(store, "_replace", crashing)
+    monkeypatch.setattr(atomic, "publish", crashing)
     with pytest.raises(KeyboardInterrupt):
         run(tiny_panel, tmp_path)
-    monkeypatch.setattr(store, "_replace", real_replace)
+    monkeypatch.setattr(atomic, "publish", real_replace)
     folder = tmp_path / "tiny-gptneox"
     assert not list(folder.glob(".*.tmp"))  # temp files are cleaned up
     status = record_status(record_paths(tmp_path, "tiny-gptneox", "step1"), panel="tiny-gptneox", revision="step1")

@@ -152,10 +152,10 @@ def test_same_seed_same_checkpoint(trained, tmp_path):
 
 
 def test_probe_end_to_end(trained):
-    """Each toy panel file loads with circuitdev.panels and its final revision is screened by circuitdev.probe."""
-    from circuitdev.loading import load_revision
-    from circuitdev.panels import load_panel
-    from circuitdev.probe import probe_model
+    """Each toy panel file loads with circuitdev.sources.panels and its final revision is screened by circuitdev.measure.probe."""
+    from circuitdev.sources.loading import load_revision
+    from circuitdev.sources.panels import load_panel
+    from circuitdev.measure.probe import probe_model
 
     data, _ = trained
     for family in FAMILIES:

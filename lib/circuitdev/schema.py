@@ -9,6 +9,16 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+# The paper's thresholds (method reference §2, §6). Every default in the library that means "the paper's value"
+# refers to these.
+CLASS_THRESHOLD = 30.0  # a head is classified as its best class when that selectivity reaches this
+BOS_THRESHOLD = 30.0  # first-token (sink) heads in the developmental counts (per-class rule)
+INDUCTION_THRESHOLD = 50.0  # induction circuit membership
+PREV_TOKEN_THRESHOLD = 100.0  # previous-token circuit (with the best-class condition)
+
+# Group ablation modes: "zero" (the paper's only one) or "mean" (method reference §5).
+AblationMode = Literal["zero", "mean"]
+
 HeadClass = Literal["induction", "previous-token", "duplicate-token", "first-token", "self", "local"]
 # Order matters: the paper's best class is a stable descending sort over this list, so an exact tie goes to the
 # class listed first.

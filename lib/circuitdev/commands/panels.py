@@ -1,5 +1,5 @@
 """`circuitdev panels`: list the panels, show one panel's revisions, freeze a hub-listed panel; thin over
-`circuitdev.panels` (and `circuitdev.store.panel_status` for --status)."""
+`circuitdev.sources.panels` (and `circuitdev.sources.store.panel_status` for --status)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def run(args) -> int:
     import pandas as pd
 
     from circuitdev.errors import ConfigError
-    from circuitdev.panels import load_panel, panels_dir, write_panel
+    from circuitdev.paths import panels_dir
+    from circuitdev.sources.panels import load_panel, write_panel
 
     if args.panel is None:
         if args.status or args.freeze:
@@ -78,7 +79,8 @@ def run(args) -> int:
     table = pd.DataFrame([{"revision": r.name, "step": r.step, "tokens": r.tokens, "tokens_b": r.tokens_b}
                           for r in panel.revisions])
     if args.status:
-        from circuitdev.store import default_results_dir, panel_status
+        from circuitdev.paths import results_dir as default_results_dir
+        from circuitdev.sources.store import panel_status
 
         status = panel_status(args.out or default_results_dir(), panel)
         table = table.merge(status[["revision", "state", "config_hash", "reason"]], on="revision")

@@ -1,4 +1,4 @@
-"""`circuitdev probe`: probe a panel's revisions and store one record each; thin over `circuitdev.store.probe_panel`."""
+"""`circuitdev probe`: probe a panel's revisions and store one record each; thin over `circuitdev.sources.run.probe_panel`."""
 
 from __future__ import annotations
 
@@ -99,8 +99,9 @@ def read_probe_config(text: str | None) -> dict:
 
 
 def run(args) -> int:
-    from circuitdev.panels import load_panel
-    from circuitdev.store import default_results_dir, probe_panel
+    from circuitdev.sources.panels import load_panel
+    from circuitdev.paths import results_dir as default_results_dir
+    from circuitdev.sources.run import probe_panel
 
     panel = load_panel(args.panel)
     fields = read_probe_config(args.probe_config)

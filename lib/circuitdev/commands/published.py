@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from circuitdev import published as pub
 from circuitdev.errors import DataError
+from circuitdev.paths import published_dir
+from circuitdev.sources import fetch
 
 
 def register(subparsers) -> None:
@@ -16,34 +17,36 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="published_command", metavar="ACTION", required=True)
     fetch = sub.add_parser("fetch", help="download (or copy with --from) and verify every pinned file")
     fetch.add_argument("--to", type=Path, default=None,
-                       help="destination (default: $CIRCUITDEV_PUBLISHED or <repo>/../shared/published)")
+                       help="destination (default: $CIRCUITDEV_PUBLISHED or data/published)")
     fetch.add_argument("--from", dest="from_dir", type=Path, default=None,
                        help="copy from a local copy instead of downloading (offline machines)")
     fetch.add_argument("--timeout", type=float, default=30.0, help="seconds per download")
     fetch.set_defaults(func=run_fetch)
     check = sub.add_parser("check", help="verify a local copy: sha256 against the manifest, then the JSON schema")
     check.add_argument("--from", dest="from_dir", type=Path, default=None,
-                       help="the folder to check (default: $CIRCUITDEV_PUBLISHED or <repo>/../shared/published)")
+                       help="the folder to check (default: $CIRCUITDEV_PUBLISHED or data/published)")
     check.set_defaults(func=run_check)
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    to = args.to if args.to is not None else pub.default_published_dir()
-    done = pub.fetch_published(to, from_dir=args.from_dir, timeout=args.timeout)
+    to = args.to if args.to is not None else published_dir()
+    done = fetch.fetch_published(to, from_dir=args.from_dir, timeout=args.timeout)
     counts = done["action"].value_counts()
     print(f"{to}: " + ", ".join(f"{n} {action}" for action, n in counts.items()) + " (sha256 verified)")
     return 0
 
 
 def run_check(args: argparse.Namespace) -> int:
-    root = args.from_dir if args.from_dir is not None else pub.default_published_dir()
+    from circuitdev.sources.published import load_published
+
+    root = args.from_dir if args.from_dir is not None else published_dir()
     if not root.is_dir():
         raise DataError(f"{root} does not exist; fetch it with `circuitdev published fetch --to {root}`")
-    status = pub.check_published(root)
+    status = fetch.check_published(root)
     bad = status[status["status"] != "ok"]
     for row in bad.itertuples():
         print(f"{root / row.local_path}: {row.status}")
-    data = pub.load_published(root)  # schema validation; raises DataError naming file and field
+    data = load_published(root)  # schema validation; raises DataError naming file and field
     print(f"{root}: {len(status) - len(bad)}/{len(status)} files match the pinned sha256; "
           f"{len(data.table)} head rows over {data.revisions.shape[0]} revisions load cleanly")
     if len(bad):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from circuitdev.errors import DataError
-from circuitdev.findings import NULL_COLUMNS
-from circuitdev.published import REPO_ROOT, default_published_dir
+from circuitdev.analysis.findings import NULL_COLUMNS
+from circuitdev.paths import published_dir, relative_to_repo
 
 
 def register(subparsers) -> None:
@@ -20,8 +20,8 @@ def register(subparsers) -> None:
                     "table (bos_fraction, layer_counts, milestones, recall, audit, ...).")
     p.add_argument("--published", type=Path, default=None,
                    help="folder with per_revision/ and pr_trajectory/ (default: $CIRCUITDEV_PUBLISHED or "
-                        "<repo>/../shared/published)")
-    p.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "reanalysis", help="output folder for the CSVs")
+                        "data/published)")
+    p.add_argument("--out", type=Path, default=None, help="output folder for the CSVs (default: data/reanalysis)")
     p.add_argument("--nulls", type=Path, default=None,
                    help=f"optional CSV of null-selectivity draws for F6 (columns: panel, {', '.join(NULL_COLUMNS)})")
     p.add_argument("--claims", type=Path, default=None,
@@ -30,7 +30,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from circuitdev.reanalysis import reanalyse  # heavy imports only when the command runs
+    from circuitdev.analysis.reanalysis import reanalyse  # heavy imports only when the command runs
 
     start = time.perf_counter()
     nulls = None
@@ -39,8 +39,11 @@ def run(args: argparse.Namespace) -> int:
             nulls = pd.read_csv(args.nulls)
         except (OSError, pd.errors.ParserError) as err:
             raise DataError(f"{args.nulls}: cannot read the null-selectivity table ({err})") from err
-    published = args.published if args.published is not None else default_published_dir()
-    tables = reanalyse(published, args.out, nulls=nulls, claims=args.claims)
+    from circuitdev.paths import data_dir
+
+    published = args.published if args.published is not None else published_dir()
+    out = args.out if args.out is not None else data_dir() / "reanalysis"
+    tables = reanalyse(published, out, nulls=nulls, claims=args.claims)
     audit = tables["audit"]
     counts = audit["status"].value_counts()
     finals = tables["bos_fraction"].groupby("model", sort=False).tail(1)
@@ -48,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
                                                                                   finals["bos_fraction"])))
     print(f"audit: {len(audit) + len(tables['audit_unverified'])} claims: {counts.get('match', 0)} match, "
           f"{counts.get('differs', 0)} differ, {len(tables['audit_unverified'])} not checkable from these data")
-    print(f"wrote {len(tables) - 1} tables to {args.out} in {time.perf_counter() - start:.1f} s")
+    print(f"wrote {len(tables) - 1} tables to {relative_to_repo(out)} in {time.perf_counter() - start:.1f} s")
     return 0

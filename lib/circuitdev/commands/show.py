@@ -1,5 +1,5 @@
 """`circuitdev show`: print a stored record as a table (or a panel's records as a developmental summary); thin over
-`circuitdev.store`."""
+`circuitdev.sources.store`."""
 
 from __future__ import annotations
 
@@ -51,9 +51,11 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import pandas as pd
 
+    from circuitdev.analysis.devtable import revision_summary
     from circuitdev.errors import ConfigError, DataError
-    from circuitdev.panels import load_panel
-    from circuitdev.store import default_results_dir, load_panel_table, read_record
+    from circuitdev.sources.panels import load_panel
+    from circuitdev.paths import results_dir as default_results_dir
+    from circuitdev.sources.store import load_panel_table, read_record
 
     if args.record is not None:
         if args.panel or args.revision:
@@ -71,7 +73,7 @@ def run(args) -> int:
             if args.sidecar:
                 raise ConfigError("--sidecar needs a --revision")
             table = load_panel_table(results, panel, on_missing="skip")
-            return _emit(summary(table), args, pd)
+            return _emit(revision_summary(table), args, pd)
     else:
         raise ConfigError("say what to show: a record FILE, or --panel NAME [--revision R]")
 
@@ -94,26 +96,6 @@ def run(args) -> int:
               f"configuration {meta['config_hash']}, {meta.get('dtype')} on {meta.get('device')}, "
               f"{len(table)} heads)")
     return _emit(table[cols], args, pd)
-
-
-def summary(table):
-    """One row per revision: heads per classification, circuit sizes, BOS count (per-class rule)."""
-    import pandas as pd
-
-    from circuitdev.schema import HEAD_CLASSES, UNCLASSIFIED
-
-    rows = []
-    for rev, g in table.groupby("revision", sort=False):
-        row = {"revision": rev, "tokens_b": g["tokens_b"].iloc[0], "heads": len(g)}
-        for c in (*HEAD_CLASSES, UNCLASSIFIED):
-            row[c] = int((g["classification"] == c).sum())
-        for col, name in (("in_induction_circuit", "ind_circuit"), ("in_prev_token_circuit", "prev_circuit"),
-                          ("is_bos", "bos")):
-            if col in g:
-                row[name] = int(g[col].sum())
-        row["pr_median"] = float(g["pr"].median())
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def _emit(frame, args, pd) -> int:

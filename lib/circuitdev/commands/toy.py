@@ -14,7 +14,9 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="toy_command", metavar="ACTION")
     t = sub.add_parser("train", help="train the toy models (default: all three, default recipe) and write panel files",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    t.add_argument("--family", action="append", choices=["gpt_neox", "olmo", "olmoe"],
+    from circuitdev.toy.recipe import FAMILIES
+
+    t.add_argument("--family", action="append", choices=FAMILIES,
                    help="family to train (repeatable); default: all three")
     t.add_argument("--preset", default="default", help="named recipe: default (the toy-* panels) or nobos "
                    "(no BOS, no backcopy windows: induction heads without sinks; panels toy-*-nobos)")

@@ -7,7 +7,7 @@ every property is a knob. The text is tokenized by a byte-level BPE trained on i
 end-of-document id between documents.
 
 Training windows (`WindowSampler`) mix the text with synthetic repetition; what forms in a few CPU minutes depends on
-that mixture far more than on the text (toy_panel_notes.md).
+that mixture far more than on the text (book/toy_recipe.md, "Experiment log").
 """
 
 from __future__ import annotations

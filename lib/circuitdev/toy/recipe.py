@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 
 from circuitdev.errors import ConfigError
 
-FAMILIES = ("gpt_neox", "olmo", "olmoe")
+# The toy panel of each family of the paper (the names other code and the book rely on).
+PANEL_NAMES = {"gpt_neox": "toy-pythia", "olmo": "toy-olmo", "olmoe": "toy-olmoe"}
+FAMILIES = tuple(PANEL_NAMES)
 _NOT_HASHED = {"panel_suffix"}  # naming only
 CORPUS_FORMAT = 2  # bump when the generator or the tokenizer's special tokens change
-PANEL_NAMES = {"gpt_neox": "toy-pythia", "olmo": "toy-olmo", "olmoe": "toy-olmoe"}
 
 
 @dataclass(frozen=True)

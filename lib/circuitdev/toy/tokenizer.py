@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-# id 0: end-of-document separator in the packed stream (no BOS, as Pythia/OLMo); id 1: recall marker (Mixture.recall)
+# id 0: end-of-document separator in the packed stream; with `Mixture.bos` (the shipped recipe) it also starts every
+# training window, as a BOS (Pythia/OLMo have none). id 1: recall marker (Mixture.recall).
 SPECIAL_TOKENS = ("<|endoftext|>", "<|recall|>")
 EOS_ID, RECALL_ID = 0, 1
 

@@ -10,6 +10,7 @@ Re-running with the same recipe reuses every checkpoint; a changed recipe retrai
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -21,15 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
+from circuitdev.atomic import write_atomic
 from circuitdev.errors import ConfigError
+from circuitdev.paths import data_dir as default_data_dir
 from circuitdev.toy.recipe import FAMILIES, PANEL_NAMES, ToyRecipe
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def default_data_dir() -> Path:
-    return Path(os.environ.get("CIRCUITDEV_DATA", REPO_ROOT / "data"))
-
 
 def revision_name(step: int) -> str:
     return f"step{step}"
@@ -89,10 +85,10 @@ def prepare_corpus(recipe: ToyRecipe, data_dir: Path | None = None) -> Path:
     docs = generate_corpus(recipe.seed, recipe.corpus_words, recipe.lexicon_size, n_topics=recipe.n_topics)
     tok = train_tokenizer(docs, recipe.vocab_size)
     stream = pack(tok, docs, EOS_ID)
-    tmp = folder / f"stream.{os.getpid()}.npy"
-    np.save(tmp, stream)
     tok.save(str(folder / "tokenizer.json"))
-    os.replace(tmp, folder / "stream.npy")
+    buf = io.BytesIO()
+    np.save(buf, stream)
+    write_atomic(folder / "stream.npy", buf.getvalue())  # last: its presence says the corpus is complete
     return folder
 
 
@@ -185,7 +181,7 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
             save(step)
     bar.close()
     seconds = time.time() - t0
-    (panel_dir / "recipe.json").write_text(json.dumps(
+    write_atomic(panel_dir / "recipe.json", json.dumps(
         {"hash": recipe.recipe_hash(), "recipe": recipe.to_dict(), "family": family, "seconds": round(seconds, 1),
          "final_loss": float(np.mean(losses[-50:])), "grid": list(grid)}, indent=1))
     write_panel_file(family, recipe, data_dir)
@@ -208,10 +204,8 @@ def write_panel_file(family: str, recipe: ToyRecipe, data_dir: Path | None = Non
         "revisions": [{"name": revision_name(s), "tokens": int(s * recipe.tokens_per_step)} for s in recipe.grid()],
         "probe": recipe.probe_defaults(),
     }
-    path = data_dir / "panels" / f"{panel}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
-    return path
+    return write_atomic(data_dir / "panels" / f"{panel}.yaml",
+                        yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
 
 
 def _worker(args) -> dict:

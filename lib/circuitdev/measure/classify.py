@@ -1,7 +1,8 @@
-"""Head classes from selectivities: best class (the paper's tie rule), 30x classification, counting rules, circuits.
+"""Head classes from selectivities: best class (the paper's tie rule), 30x classification, counting rules, circuits
+(method reference §2).
 
 Pure table operations over any frame with the six `sel_*` columns — a probe record, the published files, the toy
-panel — so the findings engine and the probe share one definition of "is a head of class c".
+panel — so the probe, the published loader and the findings share one definition of "is a head of class c".
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.errors import ConfigError
-from circuitdev.schema import HEAD_CLASSES, UNCLASSIFIED, check_head_class, sel_column
+from circuitdev.schema import (BOS_THRESHOLD, CLASS_THRESHOLD, HEAD_CLASSES, INDUCTION_THRESHOLD,
+                               PREV_TOKEN_THRESHOLD, UNCLASSIFIED, check_head_class, sel_column)
 
 CountingRule = Literal["per-class", "best-class"]
 
 
-def classify(sel: pd.DataFrame, *, threshold: float = 30.0) -> pd.DataFrame:
+def classify(sel: pd.DataFrame, *, threshold: float = CLASS_THRESHOLD) -> pd.DataFrame:
     """Best and second class per row of a table with `sel_*` columns, and the 30x classification.
 
     The paper sorts the six classes descending with a stable sort, so an exact tie goes to the class listed first
@@ -40,6 +42,13 @@ def classify(sel: pd.DataFrame, *, threshold: float = 30.0) -> pd.DataFrame:
         },
         index=sel.index,
     )
+
+
+def with_classification(dev: pd.DataFrame, *, threshold: float = CLASS_THRESHOLD) -> pd.DataFrame:
+    """`dev` with the columns of `classify` (re)computed: best_class, best_selectivity, second_class,
+    second_selectivity, classification (any existing ones are replaced)."""
+    labels = classify(dev, threshold=threshold)
+    return dev.drop(columns=[c for c in labels.columns if c in dev.columns]).join(labels)
 
 
 def is_class(
@@ -65,9 +74,9 @@ def is_class(
 def circuit_memberships(
     table: pd.DataFrame,
     *,
-    induction_threshold: float = 50.0,
-    prev_token_threshold: float = 100.0,
-    bos_threshold: float = 30.0,
+    induction_threshold: float = INDUCTION_THRESHOLD,
+    prev_token_threshold: float = PREV_TOKEN_THRESHOLD,
+    bos_threshold: float = BOS_THRESHOLD,
 ) -> pd.DataFrame:
     """The paper's circuit screens: induction >= 50x (no best-class condition), previous-token >= 100x AND best class,
     BOS (first-token) >= 30x per-class rule."""

@@ -17,32 +17,27 @@ Integrity: the parquet is written first (temp file + fsync + rename), the sideca
 the parquet's sha256 and row count. A record is complete only if the sidecar parses, names this panel / revision,
 and the parquet's bytes hash to the recorded sha256 with the recorded rows -- anything else (a crash mid-write, a
 truncated or edited file, a parquet without sidecar) is reported as corrupt and recomputed, never used.
-`force=True` recomputes complete records too.
-
-Which function to call: `probe_panel` to compute what is missing; `load_panel_table` for the developmental table of
-a panel (findings, notebooks); `read_record` / `record_status` for one record.
+Which function to call: `load_panel_table` for the developmental table of a panel (findings, notebooks);
+`read_record` / `record_status` for one record; `circuitdev.sources.run.probe_panel` computes what is missing.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import functools
 import hashlib
 import io
 import json
 import os
-import platform
-import subprocess
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import pandas as pd
 
+from circuitdev import atomic
 from circuitdev.errors import DataError
-from circuitdev.panels import Panel, Revision, data_dir, load_panel
+from circuitdev.atomic import write_atomic
+from circuitdev.paths import results_dir as default_results_dir
+from circuitdev.sources.panels import Panel, Revision, load_panel
 from circuitdev.schema import DEV_KEY_COLUMNS, DEV_OPTIONAL_COLUMNS, SEL_COLUMNS
 
 FORMAT = "circuitdev.record/1"
@@ -86,11 +81,6 @@ REQUIRED_PROBE_COLUMNS = ("layer", "head", *SEL_COLUMNS, "best_class", "classifi
 
 RecordState = Literal["complete", "missing", "corrupt", "stale"]
 MissingPolicy = Literal["raise", "skip"]
-
-
-def default_results_dir() -> Path:
-    """`<data>/results`: data/results of the repository, or of $CIRCUITDEV_DATA."""
-    return data_dir() / "results"
 
 
 @dataclass(frozen=True)
@@ -215,26 +205,6 @@ def parquet_bytes(table: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def _replace(src: Path, dst: Path) -> None:
-    """The one rename that publishes a file (a separate function so tests can interrupt it)."""
-    os.replace(src, dst)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same folder, fsync, rename over `path`. A crash leaves the old file or none."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        _replace(Path(tmp), path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_record(
     results_dir: str | os.PathLike,
     panel: Panel,
@@ -250,7 +220,7 @@ def write_record(
     data = parquet_bytes(stored)
     if paths.sidecar.exists():  # an old sidecar must never vouch for the new parquet, even for a moment
         paths.sidecar.unlink()
-    atomic_write(paths.parquet, data)
+    write_atomic(paths.parquet, data)
     sidecar = {
         "format": FORMAT,
         "panel": panel.name,
@@ -273,7 +243,7 @@ def write_record(
             "columns": list(stored.columns),
         },
     }
-    atomic_write(paths.sidecar, (json.dumps(sidecar, indent=2, sort_keys=False, default=_json_default) + "\n").encode())
+    write_atomic(paths.sidecar, json.dumps(sidecar, indent=2, sort_keys=False, default=_json_default) + "\n")
     return paths
 
 
@@ -285,174 +255,31 @@ def _json_default(value):
     return str(value)
 
 
-def _archive(paths: RecordPaths, results_dir: Path, panel: str, revision: str, config_hash: str) -> None:
+def archive_record(paths: RecordPaths, results_dir: Path, panel: str, revision: str, config_hash: str) -> None:
     """Move a complete record of another configuration to by-config/<hash>/ (sidecar first: never half-valid)."""
     dest = record_paths(results_dir, panel, revision, config_hash)
     dest.folder.mkdir(parents=True, exist_ok=True)
     dest.sidecar.unlink(missing_ok=True)
-    _replace(paths.parquet, dest.parquet)
-    _replace(paths.sidecar, dest.sidecar)
+    atomic.publish(paths.parquet, dest.parquet)
+    atomic.publish(paths.sidecar, dest.sidecar)
 
 
-def _restore(results_dir: Path, panel: str, revision: str, config_hash: str) -> bool:
+def restore_record(results_dir: Path, panel: str, revision: str, config_hash: str) -> bool:
     """Bring back an archived record of `config_hash` if it is valid; True if the plain path now holds it."""
     src = record_paths(results_dir, panel, revision, config_hash)
     if not record_status(src, panel=panel, revision=revision, config_hash=config_hash).complete:
         return False
     dst = record_paths(results_dir, panel, revision)
     dst.sidecar.unlink(missing_ok=True)
-    _replace(src.parquet, dst.parquet)
-    _replace(src.sidecar, dst.sidecar)
+    atomic.publish(src.parquet, dst.parquet)
+    atomic.publish(src.sidecar, dst.sidecar)
     return record_status(dst, panel=panel, revision=revision, config_hash=config_hash).complete
 
 
-def _clean_temp_files(folder: Path, revision: str) -> None:
+def clean_temp_files(folder: Path, revision: str) -> None:
+    """Remove what an interrupted write of this revision's record left behind."""
     for name in (f"{revision}.parquet", f"{revision}.json"):
-        for tmp in folder.glob(f".{name}.*.tmp"):
-            tmp.unlink(missing_ok=True)
-
-
-# ---------------------------------------------------------------------------------------------------------- probing
-
-
-@dataclass(frozen=True)
-class RunResult:
-    revision: str
-    action: Literal["computed", "skipped", "restored"]
-    paths: RecordPaths
-    reason: str = ""  # why it was (re)computed: missing / corrupt: ... / stale: ... / forced
-    seconds: float = 0.0
-
-
-def probe_panel(
-    panel: Panel | str,
-    *,
-    revisions: list[str] | None = None,
-    config=None,
-    results_dir: str | os.PathLike | None = None,
-    force: bool = False,
-    device: str | None = None,
-    dtype: str | None = None,
-    progress: bool = True,
-    probe_fn: Callable | None = None,
-    log: Callable[[str], None] | None = None,
-) -> list[RunResult]:
-    """Probe the panel's revisions (all, or `revisions`) and store one record each; skip complete records.
-
-    config: a ProbeConfig, or None for the panel's defaults (`Panel.probe_config`); `device` / `dtype` override
-    it. Resume-safe: an interrupted run keeps every record it finished; re-running computes only what is missing,
-    corrupt or of another configuration. One revision is in memory at a time. `probe_fn(model, config, progress=)`
-    defaults to `circuitdev.probe.probe_model` (tests pass a stand-in).
-    """
-    from tqdm.auto import tqdm
-
-    from circuitdev.config import ProbeConfig
-    from circuitdev.loading import free_memory, load_revision, resolve_device
-
-    import transformers  # noqa: F401  (imported here so that load_s times the load, not the import)
-
-    panel = load_panel(panel)
-    fields = {} if config is None else ProbeConfig.to_dict(config)
-    fields.update({k: v for k, v in {"device": device, "dtype": dtype}.items() if v is not None})
-    cfg = panel.probe_config(**fields)  # panel defaults <- config <- device/dtype; dtype resolved before hashing
-    key = cfg.config_hash()
-    root = Path(results_dir) if results_dir is not None else default_results_dir()
-    say = log or (lambda msg: None)
-    results: list[RunResult] = []
-    revs = panel.select(revisions)
-    bar = tqdm(revs, desc=f"probe {panel.name}", unit="revision", disable=not progress)
-    for rev in bar:
-        bar.set_postfix_str(rev.name)
-        paths = record_paths(root, panel.name, rev.name)
-        status = record_status(paths, panel=panel.name, revision=rev.name, config_hash=key)
-        if status.complete and not force:
-            results.append(RunResult(rev.name, "skipped", paths, "complete"))
-            continue
-        if status.state == "stale":
-            _archive(paths, root, panel.name, rev.name, status.sidecar["config_hash"])
-            if not force and _restore(root, panel.name, rev.name, key):
-                say(f"{panel.name}/{rev.name}: restored the stored record of configuration {key}")
-                results.append(RunResult(rev.name, "restored", paths, status.reason))
-                continue
-        reason = "forced" if force and status.complete else f"{status.state}" + (f": {status.reason}" if status.reason else "")
-        if status.state == "corrupt":
-            say(f"{panel.name}/{rev.name}: stored record is corrupt ({status.reason}); recomputing")
-        _clean_temp_files(paths.folder, rev.name)
-        t0 = time.perf_counter()
-        dev = resolve_device(cfg.device)
-        model = load_revision(panel, rev, dtype=cfg.dtype, device=dev, progress=progress)
-        t_load = time.perf_counter() - t0
-        fn = probe_fn or _default_probe_fn()
-        table = fn(model, cfg, progress=progress)
-        big = sum(p.numel() for p in model.parameters()) > 10_000_000
-        del model
-        if big:  # a full collection costs ~0.5 s; only worth it when a real model's memory is at stake
-            free_memory()
-        t_probe = time.perf_counter() - t0 - t_load
-        attrs = dict(table.attrs)
-        meta = {
-            "device": str(dev),
-            "device_name": _device_name(dev),
-            "timings": {"load_s": t_load, "probe_s": t_probe, **{f"probe.{k}": v for k, v in attrs.pop("timings", {}).items()}},
-            "probe_attrs": attrs,
-            "versions": package_versions(),
-            "git": git_state(),
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node(),
-        }
-        paths = write_record(root, panel, rev, table, config=cfg, meta=meta)
-        results.append(RunResult(rev.name, "computed", paths, reason, time.perf_counter() - t0))
-    return results
-
-
-def _default_probe_fn() -> Callable:
-    from circuitdev import probe
-
-    return probe.probe_model
-
-
-def _device_name(dev) -> str:
-    try:
-        import torch
-
-        if dev.type == "cuda":
-            return torch.cuda.get_device_name(dev)
-    except Exception:  # pragma: no cover - informational only
-        pass
-    return platform.processor() or platform.machine()
-
-
-@functools.lru_cache(maxsize=1)
-def package_versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {"python": platform.python_version()}
-    for pkg in ("circuitdev", "torch", "transformers", "nnsight", "numpy", "pandas", "pyarrow", "huggingface-hub"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "absent"
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def git_state() -> dict[str, Any]:
-    """Commit of the code that computed a record (None outside a git checkout or before the first commit)."""
-    repo = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--", "lib"],
-            capture_output=True, text=True, timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {
-        "commit": commit.stdout.strip() if commit.returncode == 0 else None,
-        "dirty": bool(dirty.stdout.strip()) if dirty.returncode == 0 else None,
-    }
+        atomic.remove_temp_files(folder, name)
 
 
 # ---------------------------------------------------------------------------------------------------------- reading

@@ -1,4 +1,4 @@
-"""The participation-ratio signal (method spec §3) and its trajectory features.
+"""The participation-ratio signal (method reference §3) and its trajectory features.
 
 PR of a head = exp(entropy of its normalised squared singular values), from the raw (uncentred, unnormalised)
 [N, d_head] matrix of its outputs at the query position. 1 for a rank-1 matrix, d for an isotropic one.
@@ -61,7 +61,7 @@ def trajectory_features(pr: np.ndarray, tokens_b: np.ndarray) -> dict[str, np.nd
 
 
 def null_pr_stats(null_pr: np.ndarray, final_pr: np.ndarray) -> dict[str, float]:
-    """Compare real final-checkpoint PRs with PRs on uniform random ids (spec §3 null PR calibration)."""
+    """Compare real final-checkpoint PRs with PRs on uniform random ids (the null PR calibration, method reference §3)."""
     null_pr, final_pr = np.ravel(null_pr), np.ravel(final_pr)
     n_heads = final_pr.size
     return {

@@ -1,6 +1,6 @@
 """The book's figures: seaborn / matplotlib, one message each, titled, axes labelled with units.
 
-Every function takes a tidy table from `circuitdev.findings` (plus a `tier` column, see `notebook.Tiers.apply`) and
+Every function takes a tidy table from `circuitdev.analysis.findings` (plus a `tier` column, see `notebook.Tiers.apply`) and
 returns a matplotlib Figure; none of them computes a finding. Conventions:
 
 - training tokens are on a log axis labelled in tokens (k / M / B / T); a tier that contains step 0 (0 tokens, the
@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from circuitdev.book.display import fmt_tokens
 from circuitdev.schema import HEAD_CLASSES
 
 TIER_TITLES = {"published": "Published (authors' files)", "toy": "Toy panel (trained here)",
@@ -54,16 +55,9 @@ def palette(panels: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def fmt_tokens(x: float, _pos=None) -> str:
+def token_tick(x: float, _pos=None) -> str:
     """Tick label for a token count: 0, 500, 2k, 6M, 300B, 3T (none for the negative margin of a symlog axis)."""
-    if x == 0:
-        return "0"
-    if x < 0:
-        return ""
-    for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= div:
-            return f"{x / div:.3g}{unit}"
-    return f"{x:.3g}"
+    return "" if x < 0 else fmt_tokens(x)
 
 
 def tokens_axis(ax, tokens: np.ndarray | pd.Series, *, label: str = TOKENS_LABEL) -> None:
@@ -76,7 +70,7 @@ def tokens_axis(ax, tokens: np.ndarray | pd.Series, *, label: str = TOKENS_LABEL
         label = label.replace("(log scale)", "(log scale; 0 = initialisation)")
     elif len(positive):
         ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(fmt_tokens))
+    ax.xaxis.set_major_formatter(FuncFormatter(token_tick))
     ax.set_xlabel(label)
 
 

@@ -1,10 +1,10 @@
-"""Panels: a model, its family and dtype, and the ordered training revisions to probe (method spec §6).
+"""Panels: a model, its family and dtype, and the ordered training revisions to probe (method reference §6).
 
 A panel file is YAML (the contract other modules rely on)::
 
     name: pythia-1b                      # used as the results sub-folder: letters, digits, . _ -
     model: EleutherAI/pythia-1b          # a Hugging Face id, or a folder path relative to this file
-    family: gpt_neox                     # gpt_neox | olmo | olmoe | llama (rows of circuitdev.families)
+    family: gpt_neox                     # gpt_neox | olmo | olmoe | llama (rows of circuitdev.measure.families)
     dtype: fp32                          # fp32 | fp16 | bf16 (float32 / float16 / bfloat16 accepted)
     tokens_per_step: 2097152             # optional: checks every `tokens`, or fills it in from `step`
     description: ...                     # optional, free text
@@ -41,9 +41,9 @@ from typing import Any, Literal
 import yaml
 
 from circuitdev.errors import ConfigError, ModelUnavailableError
+from circuitdev.measure.families import FAMILIES, FamilyName
+from circuitdev.paths import panels_dir
 
-Family = Literal["gpt_neox", "olmo", "olmoe", "llama"]
-PANEL_FAMILIES: tuple[str, ...] = ("gpt_neox", "olmo", "olmoe", "llama")  # == circuitdev.families.FAMILIES (tested)
 Dtype = Literal["fp32", "fp16", "bf16"]
 DTYPE_ALIASES: dict[str, Dtype] = {
     "fp32": "fp32", "float32": "fp32", "float": "fp32",
@@ -59,16 +59,6 @@ _REQUIRED = ("name", "model", "family", "dtype", "revisions")
 _REV_KEYS = {"name", "tokens", "step"}
 _LOG_SPACED_KEYS = {"log_spaced", "min_step", "max_step", "pattern"}
 _STEP_RE = re.compile(r"^step(?P<step>\d+)(?:-tokens(?P<tokens_b>\d+)B)?$")
-
-
-def data_dir() -> Path:
-    """The repository's data folder: $CIRCUITDEV_DATA if set, else lib/circuitdev/../../data."""
-    env = os.environ.get("CIRCUITDEV_DATA")
-    return Path(env).expanduser().resolve() if env else Path(__file__).resolve().parents[2] / "data"
-
-
-def panels_dir() -> Path:
-    return data_dir() / "panels"
 
 
 @dataclass(frozen=True)
@@ -87,7 +77,7 @@ class Revision:
 class Panel:
     name: str
     model: str  # hub id, or the absolute path of the folder holding one sub-folder per revision
-    family: Family
+    family: FamilyName
     dtype: Dtype
     revisions: tuple[Revision, ...]
     is_local: bool = False  # True: `model` is a folder path
@@ -125,7 +115,7 @@ class Panel:
 
     def probe_config(self, **overrides):
         """ProbeConfig = defaults <- this panel's `probe:` <- `overrides` (None values ignored); dtype defaults to the panel's."""
-        from circuitdev.config import ProbeConfig
+        from circuitdev.measure.config import ProbeConfig
 
         fields = dict(self.probe)
         fields.update({k: v for k, v in overrides.items() if v is not None})
@@ -229,8 +219,8 @@ def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resol
     if not _NAME_RE.match(name):
         raise ConfigError(f"{where}: name {name!r} must use letters, digits, '.', '_' or '-' (it names a results folder)")
     family = str(raw["family"])
-    if family not in PANEL_FAMILIES:
-        raise ConfigError(f"{where}: family {family!r} is unknown; use one of {', '.join(PANEL_FAMILIES)}")
+    if family not in FAMILIES:
+        raise ConfigError(f"{where}: family {family!r} is unknown; use one of {', '.join(FAMILIES)}")
     dtype = normalize_dtype(raw["dtype"], where=f"{where}: dtype")
     source = str(raw.get("source", "toy" if name.startswith("toy-") else "probe"))
     if source not in ("probe", "toy"):
@@ -338,7 +328,7 @@ def _check_revisions(revisions: tuple[Revision, ...], where: str, *, allow_empty
 
 
 def _check_probe_defaults(probe: dict, where: str) -> None:
-    from circuitdev.config import ProbeConfig
+    from circuitdev.measure.config import ProbeConfig
 
     try:
         ProbeConfig.from_dict(probe)

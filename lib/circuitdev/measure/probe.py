@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from circuitdev.batch import InductionBatch, induction_batch, repeated_batch
-from circuitdev.capture import Capture, as_token_tensor, capture, prefix_matching_scores, trace_layers
-from circuitdev.config import ProbeConfig
-from circuitdev.families import Layout, family_of
+from circuitdev.measure.batch import InductionBatch, induction_batch, repeated_batch
+from circuitdev.measure.capture import Capture, as_token_tensor, capture, prefix_matching_scores, trace_layers
+from circuitdev.measure.config import ProbeConfig
+from circuitdev.measure.families import Layout, family_of
 from circuitdev.schema import HEAD_CLASSES, sel_column
-from circuitdev.classify import circuit_memberships, classify
-from circuitdev.screen import null_selectivity, selectivities
-from circuitdev.spectral import head_prs, participation_ratios
+from circuitdev.measure.classify import circuit_memberships, classify
+from circuitdev.measure.screen import null_selectivity, selectivities
+from circuitdev.measure.spectral import head_prs, participation_ratios
 
 
 def batch_for(config: ProbeConfig) -> InductionBatch:
@@ -119,7 +119,7 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
 
 
 def null_pr(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int = 2000, seed: int = 2026) -> np.ndarray:
-    """(L, H) PR of each head on uniform random ids in [0, vocab_size) — the spec §3 PR null, final checkpoint only."""
+    """(L, H) PR of each head on uniform random ids in [0, vocab_size) — the PR null of method reference §3, final checkpoint only."""
     config = config or ProbeConfig()
     layout = family_of(model)
     vocab = model.get_input_embeddings().num_embeddings

@@ -1,4 +1,4 @@
-"""The paper's synthetic induction batch (method spec §1), bit-identical to the authors' RNG stream.
+"""The paper's synthetic induction batch (method reference §1), bit-identical to the authors' RNG stream.
 
 Each sequence is random filler with one planted bigram (A, B) at positions (first_a, first_a + 1) and a second A at
 the query position q = seq_len - 1; the correct next token there is B. Every other occurrence of A or B in the filler

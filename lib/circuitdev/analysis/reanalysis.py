@@ -23,10 +23,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from circuitdev import findings as F
-from circuitdev.audit import AUDIT_COLUMNS, UNVERIFIED_COLUMNS, run_audit
-from circuitdev.published import atomic_write_bytes, load_published
+from circuitdev.analysis import findings as F
+from circuitdev.analysis import pr_lead as P
+from circuitdev.analysis.audit import AUDIT_COLUMNS, UNVERIFIED_COLUMNS, run_audit
+from circuitdev.atomic import write_atomic
 from circuitdev.schema import SEL_COLUMNS
+from circuitdev.sources.published import load_published
 
 CONTRACT_COLUMNS: dict[str, list[str]] = {
     "bos_fraction": ["model", "revision", "tokens_b", "n_heads", "n_bos", "bos_fraction"],
@@ -74,11 +76,11 @@ def _findings_tables(dev: pd.DataFrame, nulls: pd.DataFrame | None) -> dict[str,
     }
     if has_pr:
         tables["f5_trajectories"] = pd.concat(
-            [F.head_trajectories(dev, head_class=c).assign(head_class=c) for c in F5_CLASSES], ignore_index=True)
-        tables["f5_lead"] = pd.concat([F.pr_lead(dev, head_class=c) for c in F5_CLASSES], ignore_index=True)
+            [P.head_trajectories(dev, head_class=c).assign(head_class=c) for c in F5_CLASSES], ignore_index=True)
+        tables["f5_lead"] = pd.concat([P.pr_lead(dev, head_class=c) for c in F5_CLASSES], ignore_index=True)
         tables["f5_lead_sensitivity"] = pd.concat(
-            [F.pr_lead_sensitivity(dev, head_class=c) for c in F5_CLASSES], ignore_index=True)
-        tables["f5_features"] = F.pr_features(dev)
+            [P.pr_lead_sensitivity(dev, head_class=c) for c in F5_CLASSES], ignore_index=True)
+        tables["f5_features"] = P.pr_features(dev)
     tables = {name: _model(t) for name, t in tables.items()}
     for name, columns in CONTRACT_COLUMNS.items():
         if name in tables:
@@ -103,7 +105,7 @@ def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.
 
 
 def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | os.PathLike) -> list[Path]:
-    """One CSV per table, each written atomically (temporary file + os.replace)."""
+    """One CSV per table, each written atomically (`circuitdev.atomic`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -111,6 +113,6 @@ def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | os.PathLike) ->
         buffer = io.StringIO()
         table.to_csv(buffer, index=False)
         path = out / f"{name}.csv"
-        atomic_write_bytes(path, buffer.getvalue().encode())
+        write_atomic(path, buffer.getvalue())
         paths.append(path)
     return paths

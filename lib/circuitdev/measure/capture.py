@@ -16,7 +16,7 @@ from nnsight import NNsight
 from tqdm.auto import tqdm
 
 from circuitdev.errors import ConfigError, NumericalError
-from circuitdev.families import Layout, family_of
+from circuitdev.measure.families import Layout, family_of
 
 
 @dataclass
@@ -149,7 +149,7 @@ def _require_eager(model: torch.nn.Module) -> None:
     if impl not in (None, "eager"):
         raise ConfigError(
             f"the model uses attn_implementation={impl!r}, which returns no attention probabilities; load it with "
-            "attn_implementation='eager' (circuitdev.loading does this)"
+            "attn_implementation='eager' (circuitdev.sources.loading does this)"
         )
 
 

@@ -1,4 +1,4 @@
-"""ProbeConfig: every knob of one probe run, with the paper's values as defaults (method spec §1–§3).
+"""ProbeConfig: every knob of one probe run, with the paper's values as defaults (method reference §1-§3).
 
 A stored record is keyed by `config_hash()`, so two runs with the same configuration share results and changing any
 field (a threshold, the batch size excepted) gives a new record.
@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 
 from circuitdev.errors import ConfigError
+from circuitdev.schema import BOS_THRESHOLD, CLASS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD
 
 # Fields that change how fast a run goes, never what it computes: left out of the hash.
 _NOT_HASHED = {"batch_size", "device"}
@@ -22,7 +23,7 @@ _HASH_NEUTRAL = {"first_token_id": None}
 
 @dataclass(frozen=True)
 class ProbeConfig:
-    # --- the synthetic induction batch (spec §1)
+    # --- the synthetic induction batch (method reference §1)
     n: int = 2000  # sequences in the screen / ablation batch
     seq_len: int = 256  # T; the query (second A) sits at T - 1
     seed: int = 42  # RandomState seed of the batch
@@ -31,21 +32,21 @@ class ProbeConfig:
     # None (the paper): position 0 holds a random filler token. An id: position 0 holds that token instead -- for
     # models trained with a BOS token at every window start (the toy panels), whose "first token" is that BOS.
     first_token_id: int | None = None
-    # --- participation ratio (spec §3): the phase-1 run used the first 500 rows of the same batch
+    # --- participation ratio (method reference §3): the phase-1 run used the first 500 rows of the same batch
     n_pr: int = 500
-    # --- selectivity screen (spec §2)
+    # --- selectivity screen (method reference §2)
     baseline_size: int = 50  # fixed "uniform-other" positions drawn with RandomState(baseline_seed)
     baseline_seed: int = 0
     baseline_excludes_ab: bool = False  # variant: drop each sequence's A/B positions from its baseline
-    class_threshold: float = 30.0  # best class must reach this to classify the head
-    induction_threshold: float = 50.0  # induction circuit membership
-    prev_token_threshold: float = 100.0  # previous-token circuit (and best class == previous-token)
-    bos_threshold: float = 30.0  # first-token (sink) counting rule of the developmental tables
+    class_threshold: float = CLASS_THRESHOLD  # best class must reach this to classify the head (30x)
+    induction_threshold: float = INDUCTION_THRESHOLD  # induction circuit membership (50x)
+    prev_token_threshold: float = PREV_TOKEN_THRESHOLD  # previous-token circuit, with best class == previous-token (100x)
+    bos_threshold: float = BOS_THRESHOLD  # first-token (sink) counting rule of the developmental tables (30x)
     # --- our additions: all-query first-token score, Gu et al. sink rate
     allq_skip: int = 4  # queries 0..allq_skip-1 are left out (position 0 trivially attends to itself)
     sink_rate_epsilon: float = 0.3  # Gu et al. 2025: a head is a sink head if its mean mass on position 0 > eps
     n_prefix: int = 64  # repeated-random-sequence batch for the prefix-matching (induction) score; 0 skips it
-    # --- null calibration (spec §3): random non-target positions instead of B
+    # --- null calibration (method reference §3): random non-target positions instead of B
     n_nulls: int = 20  # the authors' default; their reported runs used 500
     null_seed: int = 2026
     # --- execution (not hashed)

@@ -1,9 +1,9 @@
-"""Load one revision of a panel as a plain Hugging Face CausalLM, ready for the probes (method spec §4).
+"""Load one revision of a panel as a plain Hugging Face CausalLM, ready for the probes (method reference §4).
 
 Rules, all enforced here: eager attention by default (the probes need attention probabilities; `sdpa` returns none),
 the panel's dtype unless overridden, the device chosen automatically (CUDA, then Apple MPS, then CPU), weights only
 from safetensors (`use_safetensors=True`) and never `trust_remote_code`. The caller keeps one revision in memory at a
-time: `del model; free_memory()` before loading the next (`circuitdev.store.probe_panel` does).
+time: `del model; free_memory()` before loading the next (`circuitdev.sources.store.probe_panel` does).
 
 Every failure a user can fix becomes a `ModelUnavailableError` naming the model, the revision and the fix: an offline or
 unreachable hub (populate the HF cache, or use a local-folder panel), a missing local folder (reported as a folder,
@@ -20,7 +20,7 @@ from typing import Literal
 import torch
 
 from circuitdev.errors import ConfigError, ModelUnavailableError
-from circuitdev.panels import Panel, Revision, load_panel, normalize_dtype
+from circuitdev.sources.panels import Panel, Revision, load_panel, normalize_dtype
 
 AttnImplementation = Literal["eager", "sdpa"]
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -125,7 +125,7 @@ def load_revision(
 
 def check_family(model, panel: Panel) -> None:
     """The checkpoint's architecture must match the panel's `family` (olmo and olmoe share module paths)."""
-    from circuitdev.families import FAMILIES, family_of
+    from circuitdev.measure.families import FAMILIES, family_of
 
     model_type = getattr(model.config, "model_type", None)
     claimed = FAMILIES[panel.family]

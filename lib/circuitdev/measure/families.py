@@ -8,11 +8,12 @@ do), so `family_of` checks paths, not names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
-
-import torch.nn as nn
+from typing import TYPE_CHECKING, Literal
 
 from circuitdev.errors import ArchitectureError
+
+if TYPE_CHECKING:  # torch is imported where a model is resolved, so panel files are checked without it
+    import torch.nn as nn
 
 FamilyName = Literal["gpt_neox", "olmo", "olmoe", "llama"]
 
@@ -61,7 +62,9 @@ class Layout:
         return self.n_layers * self.n_heads
 
 
-def _get(module: nn.Module, path: str) -> nn.Module | None:
+def _get(module: "nn.Module", path: str) -> "nn.Module | None":
+    import torch.nn as nn
+
     for part in path.split("."):
         module = getattr(module, part, None) if not part.isdigit() else (
             module[int(part)] if isinstance(module, nn.ModuleList) and int(part) < len(module) else None
@@ -71,7 +74,9 @@ def _get(module: nn.Module, path: str) -> nn.Module | None:
     return module
 
 
-def _fits(model: nn.Module, fam: Family) -> bool:
+def _fits(model: "nn.Module", fam: Family) -> bool:
+    import torch.nn as nn
+
     layers = _get(model, fam.layers)
     if not isinstance(layers, nn.ModuleList) or len(layers) == 0:
         return False
@@ -79,7 +84,7 @@ def _fits(model: nn.Module, fam: Family) -> bool:
     return isinstance(getattr(attn, fam.out_proj, None), nn.Linear)
 
 
-def family_of(model: nn.Module, family: str | None = None) -> Layout:
+def family_of(model: "nn.Module", family: str | None = None) -> Layout:
     """Resolve a HF CausalLM to its layout. Pass `family` to force a row; otherwise the model_type or the layout decides."""
     config = getattr(model, "config", None)
     if family is not None:
@@ -96,11 +101,11 @@ def family_of(model: nn.Module, family: str | None = None) -> Layout:
     looked = "; ".join(f"{f.name}: {f.layers}[i].{f.attention}.{f.out_proj}" for f in candidates)
     raise ArchitectureError(
         f"{type(model).__name__} (model_type={getattr(config, 'model_type', None)!r}) fits no row of the adapter "
-        f"table. Looked for these module paths: {looked}. Add a Family row to circuitdev/families.py for this layout."
+        f"table. Looked for these module paths: {looked}. Add a Family row to circuitdev/measure/families.py (and its name to schema.FamilyName) for this layout."
     )
 
 
-def _layout(model: nn.Module, fam: Family) -> Layout:
+def _layout(model: "nn.Module", fam: Family) -> Layout:
     cfg = model.config
     n_heads = int(cfg.num_attention_heads)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // n_heads

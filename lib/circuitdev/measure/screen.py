@@ -1,4 +1,4 @@
-"""The all-head six-class selectivity screen (method spec §2): target attention over a fixed baseline, per head.
+"""The all-head six-class selectivity screen (method reference §2): target attention over a fixed baseline, per head.
 
 selectivity[c][L, H] = mean attention of the query row at class c's target / mean attention at the baseline positions,
 a ratio of batch means (average first, then divide) with a 1e-8 floor on the baseline. The baseline is 50 positions
@@ -11,42 +11,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from circuitdev.batch import InductionBatch, default_first_a_range
+from circuitdev.measure.batch import InductionBatch
+from circuitdev.measure.positions import avoid_positions, baseline_positions, local_positions
 from circuitdev.errors import ConfigError, NumericalError
 from circuitdev.schema import HeadClass
 
 BASELINE_FLOOR = 1e-8
-
-
-def avoid_positions(seq_len: int) -> set[int]:
-    """Positions no baseline may use: 0 (first token), q-1, q and the local window q-5..q-2 (q = seq_len - 1)."""
-    q = seq_len - 1
-    return {0, q - 1, q, *range(q - 5, q - 1)}
-
-
-def local_positions(seq_len: int) -> list[int]:
-    q = seq_len - 1
-    return [q - 2, q - 3, q - 4, q - 5]
-
-
-def baseline_positions(seq_len: int = 256, size: int = 50, seed: int = 0) -> np.ndarray:
-    """The authors' fixed "uniform-other" set: repeated `randint(1, T-1)` draws, rejecting the avoid set and repeats.
-
-    At T = 256 this is exactly the paper's 50 positions. For short contexts the size is capped at the number of
-    eligible positions.
-    """
-    avoid = avoid_positions(seq_len)
-    eligible = [p for p in range(1, seq_len - 1) if p not in avoid]
-    size = min(size, len(eligible))
-    if size < 1:
-        raise ConfigError(f"seq_len={seq_len} leaves no baseline position; use seq_len >= 12")
-    rng = np.random.RandomState(seed)
-    chosen: list[int] = []
-    while len(chosen) < size:
-        p = int(rng.randint(1, seq_len - 1))
-        if p not in avoid and p not in chosen:
-            chosen.append(p)
-    return np.array(sorted(chosen), dtype=np.int64)
 
 
 def target_attention(attn_rows: torch.Tensor, batch: InductionBatch) -> dict[HeadClass, np.ndarray]:
@@ -94,30 +64,6 @@ def baseline_attention(
     return (summed / keep.sum()).numpy()
 
 
-def induction_ceiling(
-    seq_len: int = 256,
-    *,
-    baseline_size: int = 50,
-    baseline_seed: int = 0,
-    first_a_range: tuple[int, int] | None = None,
-    baseline_excludes_ab: bool = False,
-) -> float:
-    """The largest induction selectivity any head can score: the one that puts all its attention on B.
-
-    The paper's baseline is a fixed position set that does not exclude each sequence's B, so a perfect induction head
-    lifts its own baseline whenever B falls on a baseline position: selectivity <= size / P(B in baseline), with B
-    uniform over the first-A range + 1. At T = 256 that ceiling is ~235x, far above the 50x bar; at T = 64 the 50
-    positions cover almost every position and the ceiling drops to ~56x, so 50x would need ~90% of the head's mass
-    on B. Use it to read short-context (toy) selectivities, or pass `baseline_excludes_ab=True` (no ceiling: inf).
-    """
-    if baseline_excludes_ab:
-        return float("inf")
-    base = set(baseline_positions(seq_len, baseline_size, baseline_seed).tolist())
-    lo, hi = first_a_range if first_a_range is not None else default_first_a_range(seq_len)
-    share = np.mean([b + 1 in base for b in range(lo, hi)])  # P(B = first_a + 1 is a baseline position)
-    return float("inf") if share == 0 else float(len(base) / share)
-
-
 def selectivities(
     attn_rows: torch.Tensor,
     batch: InductionBatch,
@@ -146,7 +92,7 @@ def null_selectivity(
     baseline_size: int = 50,
     baseline_seed: int = 0,
 ) -> np.ndarray:
-    """The selectivity null (spec §3): attention at one random non-target position per valid example, over the baseline.
+    """The selectivity null (method reference §3): attention at one random non-target position per valid example, over the baseline.
 
     For each draw and valid example, rp = randint(1, T-1) from RandomState(seed), rejecting the avoid set and the
     example's A and B positions. Returns (n_nulls, L, H); the paper reports the 99th percentile over all values.

@@ -1,4 +1,4 @@
-"""Group ablations as causal checks (method spec §5): knock heads out at W_O's input, read the query's logits.
+"""Group ablations as causal checks (method reference §5): knock heads out at W_O's input, read the query's logits.
 
 A head set is a spec `{layer: [heads]}`. Zero ablation (the paper's only mode) sets the head's slice of the output
 projection's input to 0 at every position; mean ablation (a variant) sets it to the head's mean output over the
@@ -7,20 +7,18 @@ evaluation batch and positions, which keeps the residual stream's scale.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from nnsight import NNsight
 
-from circuitdev.batch import InductionBatch
-from circuitdev.capture import as_token_tensor, chunks, envoy
+from circuitdev.measure.batch import InductionBatch
+from circuitdev.measure.capture import as_token_tensor, chunks, envoy
 from circuitdev.errors import ConfigError
-from circuitdev.families import Layout, family_of
+from circuitdev.measure.families import Layout, family_of
+from circuitdev.schema import AblationMode
 
-AblationMode = Literal["zero", "mean"]
 HeadSpec = dict[int, list[int]]
 
 

@@ -1,44 +1,35 @@
-"""The paper's published measurements -> the developmental table (method spec §6-§7).
+"""The paper's published measurements -> the developmental table (method reference §6-§7).
 
-A *published directory* is laid out like the copies in `../shared/published` (and like `circuitdev published fetch`
-writes it):
+A *published directory* is laid out as the authors' repository lays out its results (and as `circuitdev published
+fetch` writes it, by default into data/published; `circuitdev.paths.published_dir`):
 
-    per_revision/{pythia1b,olmo,olmoe}_mechinterp_{revision}.json   six-class selectivity of every head (spec §7)
+    per_revision/{pythia1b,olmo,olmoe}_mechinterp_{revision}.json   six-class selectivity of every head (ref. §7)
     pr_trajectory/{pythia_1b,olmo,olmoe}_phase1_trajectory.json     per-head participation ratio at each revision
     ablation/*.json                                                 final-checkpoint ablations (optional)
 
 `load_published(dir)` validates every file on load (a malformed or partial file is a `DataError` naming the file
 and the field) and returns the developmental table (schema.py columns, `source="published"`) plus the run metadata
-the audit needs. `fetch_published` downloads the same files from the authors' repository at the commits pinned in
-`data/published_manifest.tsv` (paths and sha256 only; the data are never part of this repository).
+the audit needs. `circuitdev.sources.fetch` downloads the same files from the authors' repository at the commits
+pinned in `data/published_manifest.tsv` (paths and sha256 only; the data are never part of this repository).
 """
 
 from __future__ import annotations
 
 import ast
-import csv
-import hashlib
 import json
 import math
 import os
 import re
-import tempfile
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 import pandas as pd
 
 from circuitdev.errors import DataError
-from circuitdev.findings import with_best_class
+from circuitdev.paths import PUBLISHED_ENV, published_dir
+from circuitdev.measure.classify import with_classification
 from circuitdev.schema import HEAD_CLASSES, sel_column
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-MANIFEST_PATH = REPO_ROOT / "data" / "published_manifest.tsv"
-RAW_URL = "https://raw.githubusercontent.com/skydancerosel/spectral-probe-circuits/{commit}/{repo_path}"
-PUBLISHED_ENV = "CIRCUITDEV_PUBLISHED"
 
 TokensRule = Literal["per-step-truncated", "label", "per-step-floor"]
 
@@ -46,23 +37,24 @@ TokensRule = Literal["per-step-truncated", "label", "per-step-floor"]
 @dataclass(frozen=True)
 class PublishedPanel:
     name: str  # our panel / model name, used in every output table
+    short: str  # what the book's prose calls it (and its glue keys): pythia, olmo, olmoe
     hf_id: str  # the `model` field of the authors' JSON files
     file_prefix: str  # per_revision/{file_prefix}_mechinterp_{revision}.json
     trajectory_file: str  # pr_trajectory/{trajectory_file}
-    tokens_rule: TokensRule  # how tokens_b follows from the revision (spec §6)
+    tokens_rule: TokensRule  # how tokens_b follows from the revision (method reference §6)
     tokens_per_step: int
 
 
-# Spec §6 token rules: Pythia 2,097,152 tok/step truncated to 0.001 B; OLMo the branch label "stepN-tokensTB" (the
-# label wins over 2^21/step, §8.2); OLMoE floor(step * 4,194,304 / 1e9), which equals its label.
+# Token rules (method reference §6): Pythia 2,097,152 tok/step truncated to 0.001 B; OLMo the branch label
+# "stepN-tokensTB" (the label wins over 2^21/step, §8.2); OLMoE floor(step * 4,194,304 / 1e9), which equals its label.
 PUBLISHED_PANELS: dict[str, PublishedPanel] = {
     p.name: p
     for p in (
-        PublishedPanel("pythia-1b", "EleutherAI/pythia-1b", "pythia1b", "pythia_1b_phase1_trajectory.json",
+        PublishedPanel("pythia-1b", "pythia", "EleutherAI/pythia-1b", "pythia1b", "pythia_1b_phase1_trajectory.json",
                        "per-step-truncated", 2_097_152),
-        PublishedPanel("olmo-1b-0724", "allenai/OLMo-1B-0724-hf", "olmo", "olmo_phase1_trajectory.json",
+        PublishedPanel("olmo-1b-0724", "olmo", "allenai/OLMo-1B-0724-hf", "olmo", "olmo_phase1_trajectory.json",
                        "label", 2_097_152),
-        PublishedPanel("olmoe-1b-7b-0924", "allenai/OLMoE-1B-7B-0924", "olmoe", "olmoe_phase1_trajectory.json",
+        PublishedPanel("olmoe-1b-7b-0924", "olmoe", "allenai/OLMoE-1B-7B-0924", "olmoe", "olmoe_phase1_trajectory.json",
                        "per-step-floor", 4_194_304),
     )
 }
@@ -70,12 +62,6 @@ PANELS: tuple[str, ...] = tuple(PUBLISHED_PANELS)
 
 _REVISION_RE = re.compile(r"^step(\d+)(?:-tokens(\d+)B)?$")
 _HEAD_RE = re.compile(r"^L(\d+)_H(\d+)$")
-
-
-def default_published_dir() -> Path:
-    """`$CIRCUITDEV_PUBLISHED`, else `<repo>/../shared/published`."""
-    env = os.environ.get(PUBLISHED_ENV)
-    return Path(env) if env else REPO_ROOT.parent / "shared" / "published"
 
 
 # ----------------------------------------------------------------------------------------------------------- tokens
@@ -101,7 +87,7 @@ def tokens_b_for_step(panel: str, step: int) -> float:
 
 
 def revision_tokens_b(panel: str, revision: str) -> float:
-    """Tokens (billions) of a published revision, by the panel's rule (spec §6)."""
+    """Tokens (billions) of a published revision, by the panel's rule (method reference §6)."""
     step, label = parse_revision(revision)
     info = _panel(panel)
     if info.tokens_rule == "label":
@@ -201,7 +187,7 @@ def load_published(directory: str | os.PathLike | None = None, *, panels: tuple[
                    require_pr: bool = False) -> PublishedData:
     """Read and validate a published directory. `require_pr=True` makes a missing PR trajectory an error
     (use it for F5, which needs PR); by default the table's `pr` is NaN where no trajectory covers a head."""
-    root = Path(directory) if directory is not None else default_published_dir()
+    root = Path(directory) if directory is not None else published_dir()
     if not root.is_dir():
         raise DataError(f"published directory {root} does not exist; run `circuitdev published fetch --to {root}` "
                         f"or pass the folder holding per_revision/ and pr_trajectory/ (env {PUBLISHED_ENV})")
@@ -284,7 +270,7 @@ def _load_panel_revisions(root: Path, info: PublishedPanel) -> tuple[pd.DataFram
                           "rank": c.get("rank"), "integral": c["integral"], "spread": c["spread"],
                           "best_class": c.get("best_class"), "classification": c.get("classification")})
     table = pd.DataFrame(rows).sort_values(["step", "layer", "head"], ignore_index=True)
-    table = with_best_class(table, class_threshold=float(meta[0]["selectivity_threshold"]))
+    table = with_classification(table, threshold=float(meta[0]["selectivity_threshold"]))
     table = table.drop(columns="best_selectivity")  # keep to the schema's columns
     meta = pd.DataFrame(meta).sort_values("step", ignore_index=True)
     feats = pd.DataFrame(feats, columns=["panel", "revision", "layer", "head", "rank", "integral", "spread",
@@ -372,96 +358,3 @@ def load_ablation(directory: str | os.PathLike) -> pd.DataFrame:
                              "n_ablated": entry.get("n_ablated"), "heads": heads, "metric": metric,
                              "value": _number(path, f"{field}.{metric}", value)})
     return pd.DataFrame(rows, columns=columns)
-
-
-# ------------------------------------------------------------------------------------------------ manifest and fetch
-
-
-@dataclass(frozen=True)
-class ManifestEntry:
-    local_path: str  # where the file lives in a published directory
-    repo_path: str  # path in the authors' repository
-    commit: str  # pinned commit
-    bytes: int
-    sha256: str
-
-    @property
-    def url(self) -> str:
-        return RAW_URL.format(commit=self.commit, repo_path=self.repo_path)
-
-
-def read_manifest(path: str | os.PathLike = MANIFEST_PATH) -> list[ManifestEntry]:
-    lines = [l for l in Path(path).read_text().splitlines() if l.strip() and not l.startswith("#")]
-    return [ManifestEntry(r["local_path"], r["repo_path"], r["commit"], int(r["bytes"]), r["sha256"])
-            for r in csv.DictReader(lines, delimiter="\t")]
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and os.replace, so readers never see a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _download(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (fixed https URL)
-        return response.read()
-
-
-def fetch_published(to_dir: str | os.PathLike | None = None, *, from_dir: str | os.PathLike | None = None,
-                    manifest: list[ManifestEntry] | None = None, timeout: float = 30.0,
-                    download: Callable[[str, float], bytes] = _download) -> pd.DataFrame:
-    """Download (or, with `from_dir`, copy from a local copy) every manifest file into `to_dir`, verify its sha256,
-    write atomically. Files already present with the right sha256 are left alone. Returns local_path, action."""
-    to = Path(to_dir) if to_dir is not None else default_published_dir()
-    done = []
-    for entry in manifest if manifest is not None else read_manifest():
-        dest = to / entry.local_path
-        if dest.exists() and sha256_of(dest) == entry.sha256:
-            done.append({"local_path": entry.local_path, "action": "present"})
-            continue
-        if from_dir is not None:
-            src = Path(from_dir) / entry.local_path
-            if not src.exists():
-                raise DataError(f"{src}: missing from the local copy {from_dir}; it should hold {entry.local_path}")
-            data, origin = src.read_bytes(), str(src)
-        else:
-            try:
-                data, origin = download(entry.url, timeout), entry.url
-            except (urllib.error.URLError, OSError, TimeoutError) as err:
-                raise DataError(f"cannot download {entry.url} ({err}); offline? Copy the published files from a "
-                                f"machine that is online and use `--from DIR` with that copy") from err
-        if hashlib.sha256(data).hexdigest() != entry.sha256:
-            raise DataError(f"{origin}: sha256 {hashlib.sha256(data).hexdigest()[:12]}... differs from the pinned "
-                            f"{entry.sha256[:12]}... of {entry.repo_path}@{entry.commit[:8]}; not written")
-        atomic_write_bytes(dest, data)
-        done.append({"local_path": entry.local_path, "action": "copied" if from_dir is not None else "downloaded"})
-    return pd.DataFrame(done, columns=["local_path", "action"])
-
-
-def check_published(directory: str | os.PathLike, *, manifest: list[ManifestEntry] | None = None) -> pd.DataFrame:
-    """Compare a published directory with the manifest: local_path, status ("ok", "missing", "sha256 mismatch")."""
-    root = Path(directory)
-    rows = []
-    for entry in manifest if manifest is not None else read_manifest():
-        path = root / entry.local_path
-        status = "missing" if not path.exists() else "ok" if sha256_of(path) == entry.sha256 else "sha256 mismatch"
-        rows.append({"local_path": entry.local_path, "status": status})
-    return pd.DataFrame(rows, columns=["local_path", "status"])

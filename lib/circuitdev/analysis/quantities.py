@@ -1,127 +1,36 @@
-"""The paper-vs-data audit: every numeric claim of data/claims.yaml, re-derived from a developmental table.
+"""The registry of quantities the audit re-derives claims with: `QUANTITIES[name](ctx, **params)`.
 
-Each claim names a `quantity` (the registry QUANTITIES below); the audit computes it from the data with the findings
-functions and compares it with the paper's value:
-
-- numbers match when the data lie within half a unit of the last place the paper writes (`decimals`, default: the
-  literal's own decimals): a claim written 10.9 matches 10.9375, "~6B" (written 6) matches a revision at 6.291B,
-  "21x" matches 20.95x; `significant: n` compares n significant digits instead (for values written like 9.75e7);
-- lists match element by element, head lists as sets; "never" (the paper's "—") matches a milestone never reached;
-- strings and booleans match when equal.
-
-A differing claim whose quantity depends on a selectivity threshold gets a diagnostic: the thresholds in
-[2, 1000]x at which the data would reproduce the paper's value (so "the paper's 41B is what 30x gives" is found by
-computation). Claims the data cannot decide (no such revision, no null draws, no ablation row, no definition of
-"elevated") go to a separate `unverified` table with the reason; `status` in the main table is strictly
-match / differs.
+A quantity computes one number (or list, or string) from an `AuditContext` -- a developmental table plus, for the
+published source, the run metadata, ablations and an optional F6 null table -- using the findings functions, and may
+return `(value, context)` where context says where the value came from. `Unverifiable` means the data cannot decide
+the claim (no such revision, no null draws, no definition); its `data_value` may still say what the data give.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from circuitdev import findings as F
+from circuitdev.analysis import findings as F
+from circuitdev.analysis import pr_lead as P
 from circuitdev.errors import ConfigError
-from circuitdev.published import REPO_ROOT, PublishedData, tokens_b_for_step
 from circuitdev.schema import sel_column
+from circuitdev.sources.published import PublishedData, tokens_b_for_step
 
-CLAIMS_PATH = REPO_ROOT / "data" / "claims.yaml"
-NEVER = "never"
-AUDIT_COLUMNS = ["claim", "paper_value", "data_value", "status", "reason"]
-UNVERIFIED_COLUMNS = ["claim", "paper_value", "data_value", "reason"]
-_META_KEYS = {"id", "text", "finding", "source", "quantity", "paper", "decimals", "significant", "note", "series"}
+NEVER = "never"  # the paper's "—": a milestone never reached
 
 
-# ------------------------------------------------------------------------------------------------------ the claims
-
-
-@dataclass(frozen=True)
-class Claim:
-    id: str
-    text: str
-    finding: str
-    source: str
-    quantity: str
-    paper: Any
-    params: dict = field(default_factory=dict)
-    decimals: int | None = None
-    significant: int | None = None
-    note: str = ""
-
-
-def load_claims(path: str | Path = CLAIMS_PATH) -> list[Claim]:
-    """Read a claims file and expand its series into one Claim each; ConfigError names the claim and the field."""
-    try:
-        doc = yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"{path}: cannot read the claims file ({err})") from err
-    if not isinstance(doc, dict) or not isinstance(doc.get("claims"), list):
-        raise ConfigError(f"{path}: expected a mapping with a `claims:` list")
-    claims, seen = [], set()
-    for i, raw in enumerate(doc["claims"]):
-        where = f"{path}: claims[{i}] ({raw.get('id', '?') if isinstance(raw, dict) else raw!r})"
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{where}: expected a mapping")
-        for key in ("id", "text", "finding", "source", "quantity"):
-            if key not in raw:
-                raise ConfigError(f"{where}: field {key!r} missing")
-        if raw["quantity"] not in QUANTITIES:
-            raise ConfigError(f"{where}: field 'quantity': unknown {raw['quantity']!r}; known: {sorted(QUANTITIES)}")
-        for claim in _expand(raw, where):
-            if claim.id in seen:
-                raise ConfigError(f"{where}: duplicate claim id {claim.id!r}")
-            seen.add(claim.id)
-            _check_params(claim, where)
-            claims.append(claim)
-    return claims
-
-
-def _expand(raw: dict, where: str) -> list[Claim]:
-    base = {k: v for k, v in raw.items() if k not in _META_KEYS}
-    meta = dict(id=str(raw["id"]), text=str(raw["text"]), finding=str(raw["finding"]), source=str(raw["source"]),
-                quantity=raw["quantity"], decimals=raw.get("decimals"), significant=raw.get("significant"),
-                note=str(raw.get("note", "")))
-    series = raw.get("series")
-    if series is None:
-        if "paper" not in raw:
-            raise ConfigError(f"{where}: field 'paper' missing")
-        return [Claim(paper=raw["paper"], params=base, **meta)]
-    if not isinstance(series, dict) or "paper" not in series or len(series) < 2:
-        raise ConfigError(f"{where}: field 'series' must map parameter(s) and `paper` to equal-length lists")
-    lengths = {k: len(v) if isinstance(v, list) else -1 for k, v in series.items()}
-    if len(set(lengths.values())) != 1 or -1 in lengths.values():
-        raise ConfigError(f"{where}: field 'series': lists of unequal length {lengths}")
-    keys = [k for k in series if k != "paper"]
-    out = []
-    for j, paper in enumerate(series["paper"]):
-        params = {**base, **{k: series[k][j] for k in keys}}
-        out.append(Claim(paper=paper, params=params, **{**meta, "id": f"{meta['id']}@{series[keys[0]][j]}"}))
-    return out
-
-
-def _check_params(claim: Claim, where: str) -> None:
-    parameters = inspect.signature(QUANTITIES[claim.quantity]).parameters
-    accepted = set(parameters) - {"ctx"}
-    unknown = set(claim.params) - accepted
-    if unknown:
-        raise ConfigError(f"{where}: unknown parameter(s) {sorted(unknown)} for quantity {claim.quantity!r}; "
-                          f"it takes {sorted(accepted)}")
-    required = {n for n, p in parameters.items() if p.default is inspect.Parameter.empty} - {"ctx"}
-    missing = sorted(required - set(claim.params))
-    if missing:
-        raise ConfigError(f"{where}: quantity {claim.quantity!r} needs parameter(s) {missing}")
-
-
-# ---------------------------------------------------------------------------------------------- the data context
+def decimals_of(x) -> int:
+    """Decimals a number is written with: 10.9 -> 1, 6 -> 0."""
+    if isinstance(x, (int, np.integer)) or float(x).is_integer():
+        return 0
+    text = np.format_float_positional(float(x), trim="-")
+    return len(text.split(".")[1]) if "." in text else 0
 
 
 class Unverifiable(Exception):
@@ -169,7 +78,7 @@ class AuditContext:
             return hit[0]
         if tokens_b is None:
             raise ConfigError("a revision selector (revision or tokens_b) is required")
-        d = _decimals_of(tokens_b)
+        d = decimals_of(tokens_b)
         hit = [r for r in revs if abs(round(r["tokens_b"], d) - tokens_b) < 1e-9]
         if len(hit) != 1:
             raise Unverifiable(f"{len(hit)} {panel} revisions have tokens rounding to {tokens_b}B")
@@ -211,7 +120,7 @@ def _rev_label(ctx, panel, revision=None, tokens_b=None) -> str:
 
 
 def _head(head: str, rows: pd.DataFrame) -> pd.Series:
-    layer, h = F._parse_head(head)
+    layer, h = P.parse_head(head)
     hit = rows[(rows["layer"] == layer) & (rows["head"] == h)]
     if hit.empty:
         raise Unverifiable(f"head {head} is not in the data")
@@ -290,20 +199,11 @@ def bos_pct_max_through(ctx, panel, through_tokens_b, threshold=30.0):
     return 100 * top["bos_fraction"], f"{top['n_bos']} head(s) at {top['revision']}"
 
 
-def _milestone(name: str, threshold: float | None) -> F.Milestone:
-    specs = {m.name: m for m in (*F.PAPER_MILESTONES, *F.FIG1B_MILESTONES)}
-    if name not in specs:
-        raise ConfigError(f"unknown milestone {name!r}; known: {sorted(specs)}")
-    spec = specs[name]
-    return spec if threshold is None else F.Milestone(spec.name, spec.head_class, float(threshold),
-                                                      spec.min_heads, spec.min_fraction)
-
-
 @quantity
 def milestone_tokens(ctx, panel, milestone, threshold=None, sustained=False):
     """Tokens (B) of the first revision reaching an F3 milestone, or "never"."""
     table = ctx.memo(("milestones", panel, milestone, threshold, sustained), lambda: F.milestones(
-        ctx.panel_rows(panel), specs=[_milestone(milestone, threshold)], sustained=sustained))
+        ctx.panel_rows(panel), specs=[F.milestone(milestone, threshold=threshold)], sustained=sustained))
     row = table.iloc[0]
     return (NEVER, "never reached") if pd.isna(row["revision"]) else (row["tokens_b"], row["revision"])
 
@@ -311,7 +211,7 @@ def milestone_tokens(ctx, panel, milestone, threshold=None, sustained=False):
 @quantity
 def milestone_gap_ratio(ctx, panel, start, end, threshold=None):
     """Token ratio between two F3 milestones (end / start)."""
-    table = F.milestones(ctx.panel_rows(panel), specs=[_milestone(start, threshold), _milestone(end, None)])
+    table = F.milestones(ctx.panel_rows(panel), specs=[F.milestone(start, threshold=threshold), F.milestone(end)])
     gap = F.milestone_gap(table, start=start, end=end).iloc[0]
     if not np.isfinite(gap["token_ratio"]):
         return NEVER, "a milestone is never reached"
@@ -400,7 +300,7 @@ def head_pr(ctx, panel, head, revision=None, tokens_b=None):
 def pr_feature(ctx, panel, key):
     """A static PR feature ("L3H6/integral", spread, final_pr, max_pr, min_pr) recomputed from the trajectory."""
     head, feature = key.split("/")
-    feats = F.pr_features(ctx.panel_rows(panel))
+    feats = P.pr_features(ctx.panel_rows(panel))
     return float(_head(head, feats)[feature])
 
 
@@ -410,7 +310,7 @@ def pr_lead_checkpoints(ctx, head_class, panel=None):
     dev = ctx.dev if panel is None else ctx.panel_rows(panel)
     if dev["pr"].isna().all():
         raise Unverifiable("no PR trajectories in this source")
-    lead = F.pr_lead(dev, head_class=head_class)
+    lead = P.pr_lead(dev, head_class=head_class)
     summary = "; ".join(f"{p}: median {g.median():g} (range {g.min():g} to {g.max():g}, {g.count()} heads)"
                         for p, g in lead.groupby("panel", sort=False)["lead_checkpoints"])
     raise Unverifiable("the paper gives no definition of 'PR is elevated'; value under findings.pr_lead's default "
@@ -495,134 +395,3 @@ def revision_tokens_b(ctx, panel, revision=None):
     """Tokens (B) the data assign to a revision."""
     rev = ctx.revision(panel, revision)
     return float(rev["tokens_b"]), rev["revision"]
-
-
-# ------------------------------------------------------------------------------------------------------ comparison
-
-
-def _decimals_of(x) -> int:
-    if isinstance(x, (int, np.integer)) or float(x).is_integer():
-        return 0
-    text = np.format_float_positional(float(x), trim="-")
-    return len(text.split(".")[1]) if "." in text else 0
-
-
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
-
-
-def _num_match(paper: float, data: float, claim: Claim) -> bool:
-    if claim.significant:
-        digits = claim.significant - 1 - math.floor(math.log10(abs(paper))) if paper else claim.significant
-        return abs(round(data, digits) - paper) <= 1e-9 * max(1.0, abs(paper))
-    return abs(data - paper) <= _half_unit(claim) + 1e-9 * max(1.0, abs(paper))
-
-
-def _half_unit(claim: Claim) -> float:
-    """Half a unit in the last place the paper writes: the rounding tolerance of a numeric claim."""
-    return 0.5 * 10.0 ** -(claim.decimals if claim.decimals is not None else _decimals_of(claim.paper))
-
-
-def compare(claim: Claim, data) -> bool:
-    """True when `data` reproduces the claim's paper value under the rounding rule of the module docstring."""
-    paper = claim.paper
-    if claim.quantity == "circuit_heads":
-        return sorted(map(str, paper)) == sorted(map(str, data))
-    if isinstance(paper, list):
-        return isinstance(data, list) and len(paper) == len(data) and all(
-            compare(Claim(**{**claim.__dict__, "paper": p}), d) for p, d in zip(paper, data))
-    if paper == NEVER or data == NEVER:
-        return paper == data
-    if _is_number(paper) and _is_number(data):
-        return _num_match(float(paper), float(data), claim)
-    return str(paper) == str(data)
-
-
-def _fmt(value, decimals: int | None = None) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(_fmt(v, decimals) for v in value) + "]"
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value)).lower()
-    if _is_number(value):
-        if decimals is not None:
-            return f"{float(value):.{decimals}f}"
-        return f"{value:.6g}" if isinstance(value, (float, np.floating)) else str(value)
-    return str(value)
-
-
-# Quantities whose value depends on the selectivity threshold: a differing claim is re-derived over this grid.
-DIAGNOSTIC_THRESHOLDS = (2, 3, 5, 7, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 150, 200, 300, 500, 1000)
-_THRESHOLD_GRID = DIAGNOSTIC_THRESHOLDS
-
-
-def _reproducing_thresholds(ctx: AuditContext, claim: Claim, fn: Quantity) -> str:
-    if "threshold" not in inspect.signature(fn).parameters or claim.quantity == "count_above":
-        return ""
-    hits = []
-    for tau in _THRESHOLD_GRID:
-        try:
-            value = fn(ctx, **{**claim.params, "threshold": float(tau)})
-        except Unverifiable:
-            continue
-        value = value[0] if isinstance(value, tuple) else value
-        if compare(claim, value):
-            hits.append(float(tau))
-    if not hits:
-        return f"; no threshold in [{_THRESHOLD_GRID[0]:g}, {_THRESHOLD_GRID[-1]:g}]x reproduces the paper's value"
-    return "; the paper's value is reproduced at threshold(s) " + ", ".join(f"{t:g}" for t in hits) + "x"
-
-
-@dataclass(frozen=True)
-class AuditResult:
-    table: pd.DataFrame  # claim, paper_value, data_value, status (match / differs), reason, + finding, source, id
-    unverified: pd.DataFrame  # claim, paper_value, data_value, reason, + finding, source, id
-
-    @property
-    def summary(self) -> dict[str, int]:
-        counts = self.table["status"].value_counts().to_dict()
-        return {"claims": len(self.table) + len(self.unverified), "match": counts.get("match", 0),
-                "differs": counts.get("differs", 0), "unverified": len(self.unverified)}
-
-
-def run_audit(dev: pd.DataFrame, *, claims: list[Claim] | str | Path | None = None,
-              published: PublishedData | None = None, nulls: pd.DataFrame | None = None,
-              diagnose: bool = True) -> AuditResult:
-    """Re-derive every claim from `dev` (plus the published metadata / ablations and an F6 null table when given)
-    and compare. Works on any source; claims about revisions or files a source lacks land in `unverified`.
-    diagnose=True re-derives each differing threshold-dependent claim over DIAGNOSTIC_THRESHOLDS and names the
-    thresholds that would reproduce the paper (most of the audit's run time; turn it off for quick checks)."""
-    claims = load_claims(claims if claims is not None else CLAIMS_PATH) if not isinstance(claims, list) else claims
-    with F.reuse_indexes():  # the sweeps re-evaluate findings on the same frames many times
-        return _audit(AuditContext(dev=dev, published=published, nulls=nulls), claims, diagnose)
-
-
-def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResult:
-    verified, unverified = [], []
-    for claim in claims:
-        fn = QUANTITIES[claim.quantity]
-        extra = {"finding": claim.finding, "source": claim.source, "id": claim.id}
-        label = f"{claim.id}: {claim.text}"
-        paper_text = _fmt(claim.paper, claim.decimals)
-        note = f" (note: {claim.note})" if claim.note else ""
-        try:
-            value = fn(ctx, **claim.params)
-        except Unverifiable as why:
-            unverified.append({"claim": label, "paper_value": paper_text,
-                               "data_value": "" if why.data_value is None else _fmt(why.data_value),
-                               "reason": f"{why}{note}", **extra})
-            continue
-        value, context = value if isinstance(value, tuple) else (value, "")
-        context = f" [{context}]" if context else ""
-        if compare(claim, value):
-            exact = not _is_number(claim.paper) or claim.significant or isinstance(claim.paper, int)
-            rule = "equal" if exact else f"equal at the paper's precision (±{_half_unit(claim):g})"
-            status, reason = "match", f"{rule}{context}"
-        else:
-            status = "differs"
-            reason = f"data give {_fmt(value)}, paper {paper_text}{context}" \
-                     f"{_reproducing_thresholds(ctx, claim, fn) if diagnose else ''}{note}"
-        verified.append({"claim": label, "paper_value": paper_text, "data_value": _fmt(value),
-                         "status": status, "reason": reason, **extra})
-    extra_cols = ["finding", "source", "id"]
-    return AuditResult(pd.DataFrame(verified, columns=AUDIT_COLUMNS + extra_cols),
-                       pd.DataFrame(unverified, columns=UNVERIFIED_COLUMNS + extra_cols))

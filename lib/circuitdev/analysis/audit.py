@@ -1,0 +1,170 @@
+"""The paper-vs-data audit: every numeric claim of data/claims.yaml, re-derived from a developmental table.
+
+Each claim names a `quantity` (the registry QUANTITIES below); the audit computes it from the data with the findings
+functions and compares it with the paper's value:
+
+- numbers match when the data lie within half a unit of the last place the paper writes (`decimals`, default: the
+  literal's own decimals): a claim written 10.9 matches 10.9375, "~6B" (written 6) matches a revision at 6.291B,
+  "21x" matches 20.95x; `significant: n` compares n significant digits instead (for values written like 9.75e7);
+- lists match element by element, head lists as sets; "never" (the paper's "—") matches a milestone never reached;
+- strings and booleans match when equal.
+
+A differing claim whose quantity depends on a selectivity threshold gets a diagnostic: the thresholds in
+[2, 1000]x at which the data would reproduce the paper's value (so "the paper's 41B is what 30x gives" is found by
+computation). Claims the data cannot decide (no such revision, no null draws, no ablation row, no definition of
+"elevated") go to a separate `unverified` table with the reason; `status` in the main table is strictly
+match / differs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from circuitdev.analysis import findings as F
+from circuitdev.analysis.claims import CLAIMS_PATH, Claim, load_claims
+from circuitdev.analysis.quantities import NEVER, QUANTITIES, AuditContext, Quantity, Unverifiable, decimals_of
+from circuitdev.sources.published import PublishedData
+
+AUDIT_COLUMNS = ["claim", "paper_value", "data_value", "status", "reason"]
+UNVERIFIED_COLUMNS = ["claim", "paper_value", "data_value", "reason"]
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def _num_match(paper: float, data: float, claim: Claim) -> bool:
+    if claim.significant:
+        digits = claim.significant - 1 - math.floor(math.log10(abs(paper))) if paper else claim.significant
+        return abs(round(data, digits) - paper) <= 1e-9 * max(1.0, abs(paper))
+    return abs(data - paper) <= _half_unit(claim) + 1e-9 * max(1.0, abs(paper))
+
+
+def _half_unit(claim: Claim) -> float:
+    """Half a unit in the last place the paper writes: the rounding tolerance of a numeric claim."""
+    return 0.5 * 10.0 ** -(claim.decimals if claim.decimals is not None else decimals_of(claim.paper))
+
+
+def compare(claim: Claim, data) -> bool:
+    """True when `data` reproduces the claim's paper value under the rounding rule of the module docstring."""
+    paper = claim.paper
+    if claim.quantity == "circuit_heads":
+        return sorted(map(str, paper)) == sorted(map(str, data))
+    if isinstance(paper, list):
+        return isinstance(data, list) and len(paper) == len(data) and all(
+            compare(Claim(**{**claim.__dict__, "paper": p}), d) for p, d in zip(paper, data))
+    if paper == NEVER or data == NEVER:
+        return paper == data
+    if _is_number(paper) and _is_number(data):
+        return _num_match(float(paper), float(data), claim)
+    return str(paper) == str(data)
+
+
+def _fmt(value, decimals: int | None = None) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v, decimals) for v in value) + "]"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if _is_number(value):
+        if decimals is not None:
+            return f"{float(value):.{decimals}f}"
+        return f"{value:.6g}" if isinstance(value, (float, np.floating)) else str(value)
+    return str(value)
+
+
+# Quantities whose value depends on the selectivity threshold: a differing claim is re-derived over this grid.
+DIAGNOSTIC_THRESHOLDS = (2, 3, 5, 7, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 150, 200, 300, 500, 1000)
+
+
+def _reproducing_thresholds(ctx: AuditContext, claim: Claim, fn: Quantity) -> str:
+    if "threshold" not in inspect.signature(fn).parameters or claim.quantity == "count_above":
+        return ""
+    hits = []
+    for tau in DIAGNOSTIC_THRESHOLDS:
+        try:
+            value = fn(ctx, **{**claim.params, "threshold": float(tau)})
+        except Unverifiable:
+            continue
+        value = value[0] if isinstance(value, tuple) else value
+        if compare(claim, value):
+            hits.append(float(tau))
+    if not hits:
+        return f"; no threshold in [{DIAGNOSTIC_THRESHOLDS[0]:g}, {DIAGNOSTIC_THRESHOLDS[-1]:g}]x reproduces the paper's value"
+    return "; the paper's value is reproduced at threshold(s) " + ", ".join(f"{t:g}" for t in hits) + "x"
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    table: pd.DataFrame  # claim, paper_value, data_value, status (match / differs), reason, + finding, source, id
+    unverified: pd.DataFrame  # claim, paper_value, data_value, reason, + finding, source, id
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = self.table["status"].value_counts().to_dict()
+        return {"claims": len(self.table) + len(self.unverified), "match": counts.get("match", 0),
+                "differs": counts.get("differs", 0), "unverified": len(self.unverified)}
+
+
+def run_audit(dev: pd.DataFrame, *, claims: list[Claim] | str | Path | None = None,
+              published: PublishedData | None = None, nulls: pd.DataFrame | None = None,
+              diagnose: bool = True) -> AuditResult:
+    """Re-derive every claim from `dev` (plus the published metadata / ablations and an F6 null table when given)
+    and compare. Works on any source; claims about revisions or files a source lacks land in `unverified`.
+    diagnose=True re-derives each differing threshold-dependent claim over DIAGNOSTIC_THRESHOLDS and names the
+    thresholds that would reproduce the paper (most of the audit's run time; turn it off for quick checks)."""
+    claims = load_claims(claims if claims is not None else CLAIMS_PATH) if not isinstance(claims, list) else claims
+    with F.reuse_indexes():  # the sweeps re-evaluate findings on the same frames many times
+        return _audit(AuditContext(dev=dev, published=published, nulls=nulls), claims, diagnose)
+
+
+def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResult:
+    verified, unverified = [], []
+    for claim in claims:
+        fn = QUANTITIES[claim.quantity]
+        extra = {"finding": claim.finding, "source": claim.source, "id": claim.id}
+        label = f"{claim.id}: {claim.text}"
+        paper_text = _fmt(claim.paper, claim.decimals)
+        note = f" (note: {claim.note})" if claim.note else ""
+        try:
+            value = fn(ctx, **claim.params)
+        except Unverifiable as why:
+            unverified.append({"claim": label, "paper_value": paper_text,
+                               "data_value": "" if why.data_value is None else _fmt(why.data_value),
+                               "reason": f"{why}{note}", **extra})
+            continue
+        value, context = value if isinstance(value, tuple) else (value, "")
+        context = f" [{context}]" if context else ""
+        if compare(claim, value):
+            exact = not _is_number(claim.paper) or claim.significant or isinstance(claim.paper, int)
+            rule = "equal" if exact else f"equal at the paper's precision (±{_half_unit(claim):g})"
+            status, reason = "match", f"{rule}{context}"
+        else:
+            status = "differs"
+            reason = f"data give {_fmt(value)}, paper {paper_text}{context}" \
+                     f"{_reproducing_thresholds(ctx, claim, fn) if diagnose else ''}{note}"
+        verified.append({"claim": label, "paper_value": paper_text, "data_value": _fmt(value),
+                         "status": status, "reason": reason, **extra})
+    extra_cols = ["finding", "source", "id"]
+    return AuditResult(pd.DataFrame(verified, columns=AUDIT_COLUMNS + extra_cols),
+                       pd.DataFrame(unverified, columns=UNVERIFIED_COLUMNS + extra_cols))
+
+
+def audit_table(dev: pd.DataFrame | None, *, published: PublishedData | None = None,
+                claims: str | Path | None = None, findings: list[str] | None = None
+                ) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Every claim in one table -- finding, id, claim, paper_value, data_value, status (match / differs /
+    unverified), reason -- optionally only those of `findings`, and the summary counts. No data: an empty table."""
+    columns = ["finding", "id", "claim", "paper_value", "data_value", "status", "reason"]
+    if dev is None:
+        return pd.DataFrame(columns=columns), {}
+    result = run_audit(dev, claims=claims or CLAIMS_PATH, published=published)
+    table = pd.concat([result.table, result.unverified.assign(status="unverified")], ignore_index=True)
+    if findings:
+        table = table[table["finding"].isin(findings)]
+    return table[columns], result.summary

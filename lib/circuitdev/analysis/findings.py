@@ -1,0 +1,372 @@
+"""The paper's findings F1-F4 and F6 and a threshold sensitivity, as pure functions over a developmental table
+(F5, the participation-ratio lead, is `analysis.pr_lead`).
+
+Input is the developmental table of schema.py (one row per panel, revision, layer, head) from any source: the
+published files (`circuitdev.sources.published`), our probe store, or the toy panel. Outputs are tidy DataFrames, one row per
+(panel, revision, ...), with revisions in token order and `token_fraction` = tokens_b / the panel's final tokens_b
+(the paper's training-fraction denominators, method reference §6).
+
+Defaults reproduce the paper exactly (method reference §2, §6):
+- counting rule "per-class": a head counts for class c at threshold tau iff sel_c >= tau, WHATEVER its best class.
+  This is what every developmental table and figure of the paper uses (method reference §2: a head whose best class is
+  induction still counts as BOS-class when its first-token selectivity passes 30x). Use "best-class" (sel_c >= tau
+  AND c is the head's argmax class) to ask how many heads are *primarily* of class c, as the repository README does.
+- thresholds: 30x for BOS (first-token) counts, previous-token / self milestone counts; 50x for the induction
+  circuit and induction milestones; 100x for previous-token formation in F5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from circuitdev.analysis.devtable import head_counts, head_mask, index, require
+# the table basics a page uses beside the findings, importable from here too
+from circuitdev.analysis.devtable import final_circuit, head_name, reuse_indexes, revisions  # noqa: F401
+from circuitdev.errors import ConfigError, DataError
+from circuitdev.measure.classify import CountingRule
+from circuitdev.schema import (BOS_THRESHOLD, CLASS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, HeadClass, check_head_class,
+                               sel_column)
+
+
+BOS: HeadClass = "first-token"
+_EPS = 1e-9  # slack for ">=" on fractions such as 2/3
+
+
+# ----------------------------------------------------------------------------------------------------- F1 per layer
+
+
+def layer_counts(dev: pd.DataFrame, *, head_class: str = BOS, threshold: float = BOS_THRESHOLD,
+                 rule: CountingRule = "per-class") -> pd.DataFrame:
+    """F1: heads of `head_class` per layer at every revision (the paper's tables 2-3 use first-token >= 30x).
+
+    Columns: panel, revision, revision_index, tokens_b, layer, n (every layer listed, zeros included)."""
+    ix = index(dev)
+    n_revs = len(ix.cols["revision"])
+    layers = dev["layer"].to_numpy(dtype=int)
+    n_layers = int(layers.max()) + 1
+    hits = np.bincount(ix.codes * n_layers + layers, weights=head_mask(dev, head_class, threshold=threshold, rule=rule),
+                       minlength=n_revs * n_layers).astype(int)
+    top_layer = np.full(n_revs, -1)
+    np.maximum.at(top_layer, ix.codes, layers)  # a panel with fewer layers lists only its own
+    keep = np.tile(np.arange(n_layers), n_revs) <= np.repeat(top_layer, n_layers)
+    rows = np.repeat(np.arange(n_revs), n_layers)[keep]
+    return pd.DataFrame({**{c: ix.cols[c][rows] for c in ("panel", "revision", "revision_index", "tokens_b")},
+                         "layer": np.tile(np.arange(n_layers), n_revs)[keep], "n": hits[keep]})
+
+
+def floor_check(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
+                threshold: float = BOS_THRESHOLD, rule: CountingRule = "per-class") -> pd.DataFrame:
+    """F1 floor: does every run have zero `head_class` heads in `layers` (the paper: no BOS head in L0/L1 ever)?
+
+    One row per (panel, revision): panel, revision, tokens_b, n_floor (heads counted in `layers`), holds.
+    The runs that break the floor are `out[~out.holds]`."""
+    ix = index(dev)
+    n_floor = ix.count(head_mask(dev, head_class, threshold=threshold, rule=rule)
+                       & np.isin(dev["layer"].to_numpy(), list(layers)))
+    return pd.DataFrame({**{c: ix.cols[c] for c in ("panel", "revision", "revision_index", "tokens_b")},
+                         "n_floor": n_floor, "holds": n_floor == 0})
+
+
+def floor_summary(floor: pd.DataFrame, *, by: Sequence[str] = ("panel",)) -> pd.DataFrame:
+    """F1 per group of `floor_check` rows (e.g. by panel, or by tier with a `tier` column): runs, held (runs whose
+    floor layers hold no head of the class), most (the most such heads at any run), broken ("never broken" or
+    "broken at <panel> <revision>, ...")."""
+    require(floor, [*by, "panel", "revision", "n_floor", "holds"], "floor_summary", allow_empty=True)
+    rows = []
+    for key, g in floor.groupby(list(by), sort=False):
+        bad = g[~g["holds"]]
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "runs": len(g),
+                     "held": int(g["holds"].sum()), "most": int(g["n_floor"].max()),
+                     "broken": "broken at " + ", ".join(f"{p} {r}" for p, r in zip(bad["panel"], bad["revision"]))
+                     if len(bad) else "never broken"})
+    return pd.DataFrame(rows, columns=[*by, "runs", "held", "most", "broken"])
+
+
+# ------------------------------------------------------------------------------------------------- F2 BOS fraction
+
+
+def bos_fraction(dev: pd.DataFrame, *, threshold: float = BOS_THRESHOLD, rule: CountingRule = "per-class") -> pd.DataFrame:
+    """F2: whole-model BOS fraction n_first(tau) / n_heads at every revision.
+
+    Columns: panel, revision, revision_index, [step], tokens_b, token_fraction, n_heads, n_bos, bos_fraction."""
+    out = head_counts(dev, BOS, threshold=threshold, rule=rule)
+    return out.rename(columns={"n": "n_bos", "fraction": "bos_fraction"})
+
+
+def trajectory_shape(fractions: pd.DataFrame, *, value: str = "bos_fraction", transition_share: float = 0.5,
+                     saturation_share: float = 0.9) -> pd.DataFrame:
+    """F2 shape descriptor per panel, so "ramp" vs "transition" is measured rather than asserted.
+
+    total rise = final - first value; the largest jump is the biggest increase between adjacent revisions, reported
+    in percentage points and as a share of the total rise; `shape` is "transition" when one step carries at least
+    `transition_share` of the rise, else "ramp" (use a higher share for a stricter notion of a phase transition).
+    Saturation: the final level, and the first revision reaching `saturation_share` of it. Adjacent revisions are
+    unevenly spaced in tokens, so the jump's token ratio is given too (a big jump over a 10x token gap is slower
+    than it looks)."""
+    require(fractions, ["panel", "revision", "tokens_b", value], "trajectory_shape")
+    rows = []
+    panels, labels = fractions["panel"].to_numpy(), fractions["revision"].to_numpy()
+    values, tokens = fractions[value].to_numpy(dtype=float), fractions["tokens_b"].to_numpy(dtype=float)
+    for panel in pd.unique(panels):
+        idx = np.flatnonzero(panels == panel)
+        idx = idx[np.argsort(tokens[idx], kind="stable")]
+        v, t, revision = values[idx] * 100, tokens[idx], labels[idx]
+        steps = np.diff(v) if len(v) > 1 else np.array([0.0])
+        j = int(np.argmax(steps))
+        rise = v[-1] - v[0]
+        share = steps[j] / rise if rise > 0 else np.nan
+        reached = np.flatnonzero(v >= saturation_share * v[-1] - _EPS) if v[-1] > 0 else np.array([], int)
+        rows.append({
+            "panel": panel, "n_revisions": len(v), "start_pct": v[0], "final_pct": v[-1], "peak_pct": v.max(),
+            "rise_pp": rise, "largest_jump_pp": steps[j] if len(v) > 1 else np.nan, "jump_share": share,
+            "jump_from_revision": revision[j], "jump_to_revision": revision[min(j + 1, len(v) - 1)],
+            "jump_from_tokens_b": t[j], "jump_to_tokens_b": t[min(j + 1, len(v) - 1)],
+            "jump_token_ratio": t[min(j + 1, len(v) - 1)] / t[j] if t[j] > 0 else np.nan,
+            "saturation_pct": v[-1],
+            "saturation_revision": revision[reached[0]] if len(reached) else None,
+            "saturation_tokens_b": t[reached[0]] if len(reached) else np.nan,
+            "shape": ("transition" if share >= transition_share else "ramp") if np.isfinite(share) else "flat",
+        })
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------- F3 milestones
+
+
+@dataclass(frozen=True)
+class Milestone:
+    name: str  # column-safe id, e.g. "bos_50pct"
+    head_class: HeadClass
+    threshold: float  # selectivity ratio tau of the per-class count n_c(tau)
+    min_heads: int | None = None  # reached when n_c(tau) >= min_heads ...
+    min_fraction: float | None = None  # ... or when n_c(tau) / n_heads >= min_fraction
+
+    def __post_init__(self) -> None:
+        check_head_class(self.head_class)
+        if (self.min_heads is None) == (self.min_fraction is None):
+            raise ConfigError(f"milestone {self.name!r}: give exactly one of min_heads, min_fraction")
+
+    def describe(self) -> str:
+        """In words: "≥ 3 heads with induction selectivity ≥ 50×"."""
+        who = f"≥ {self.min_heads} heads" if self.min_heads is not None else f"≥ {100 * self.min_fraction:g}% of heads"
+        return f"{who} with {self.head_class} selectivity ≥ {self.threshold:g}×"
+
+
+# The paper's F3 table (method reference §6): induction >= k heads at 50x; BOS >= x% at 30x; >= 30 prev-token / self heads at 30x.
+PAPER_MILESTONES: tuple[Milestone, ...] = (
+    Milestone("induction_3_heads", "induction", INDUCTION_THRESHOLD, min_heads=3),
+    Milestone("induction_5_heads", "induction", INDUCTION_THRESHOLD, min_heads=5),
+    Milestone("bos_10pct", BOS, BOS_THRESHOLD, min_fraction=0.10),
+    Milestone("bos_30pct", BOS, BOS_THRESHOLD, min_fraction=0.30),
+    Milestone("bos_50pct", BOS, BOS_THRESHOLD, min_fraction=0.50),
+    Milestone("bos_70pct", BOS, BOS_THRESHOLD, min_fraction=0.70),
+    Milestone("previous_token_30_heads", "previous-token", CLASS_THRESHOLD, min_heads=30),
+    Milestone("self_30_heads", "self", CLASS_THRESHOLD, min_heads=30),
+)
+# Headline Fig. 1B formation rules (method reference §6): prev-token >= 10 heads at 100x without a best-class filter.
+FIG1B_MILESTONES: tuple[Milestone, ...] = (
+    Milestone("induction_3_heads", "induction", INDUCTION_THRESHOLD, min_heads=3),
+    Milestone("previous_token_10_heads_100x", "previous-token", PREV_TOKEN_THRESHOLD, min_heads=10),
+    Milestone("bos_10pct", BOS, BOS_THRESHOLD, min_fraction=0.10),
+)
+
+
+def milestone(name: str, *, threshold: float | None = None) -> Milestone:
+    """A milestone of PAPER_MILESTONES / FIG1B_MILESTONES by name, optionally at another threshold."""
+    known = {m.name: m for m in (*PAPER_MILESTONES, *FIG1B_MILESTONES)}
+    if name not in known:
+        raise ConfigError(f"unknown milestone {name!r}; known: {', '.join(sorted(known))}")
+    m = known[name]
+    return m if threshold is None else Milestone(m.name, m.head_class, float(threshold), m.min_heads, m.min_fraction)
+
+
+def milestones(dev: pd.DataFrame, *, specs: Sequence[Milestone] = PAPER_MILESTONES, rule: CountingRule = "per-class",
+               sustained: bool = False) -> pd.DataFrame:
+    """F3: the first revision at which each milestone holds (paper: first, even if it later fails again).
+
+    sustained=True asks instead for the first revision from which it holds at every later revision (use it when
+    counts are noisy, e.g. OLMo's single 10B BOS head). Columns: panel, milestone, revision (None if never),
+    revision_index, tokens_b, token_fraction (NaN if never)."""
+    ix = index(dev)
+    hits = []
+    for spec in specs:
+        n = ix.count(head_mask(dev, spec.head_class, threshold=spec.threshold, rule=rule))
+        hits.append(n >= spec.min_heads if spec.min_heads is not None else
+                    n / ix.cols["n_heads"] >= spec.min_fraction - _EPS)
+    rows = []
+    for panel, idx in ix.panels():
+        for spec, hit in zip(specs, hits):
+            ok = hit[idx]
+            if sustained:
+                ok = np.logical_and.accumulate(ok[::-1])[::-1]
+            i = idx[ok][0] if ok.any() else None
+            rows.append({"panel": panel, "milestone": spec.name,
+                         "revision": ix.cols["revision"][i] if i is not None else None,
+                         "revision_index": int(ix.cols["revision_index"][i]) if i is not None else None,
+                         "tokens_b": float(ix.cols["tokens_b"][i]) if i is not None else np.nan,
+                         "token_fraction": float(ix.cols["token_fraction"][i]) if i is not None else np.nan})
+    return pd.DataFrame(rows, columns=["panel", "milestone", "revision", "revision_index", "tokens_b",
+                                       "token_fraction"])
+
+
+def milestone_gap(table: pd.DataFrame, *, start: str = "induction_3_heads", end: str = "bos_50pct") -> pd.DataFrame:
+    """F3 gap between two milestones as a token ratio end/start (the paper's: induction >= 3 heads -> BOS-50%) and
+    in checkpoints. NaN where either milestone is never reached."""
+    rows = []
+    for panel, g in table.groupby("panel", sort=False):
+        a, b = (g[g["milestone"] == m] for m in (start, end))
+        if a.empty or b.empty:
+            raise ConfigError(f"milestone_gap: {start!r} or {end!r} is not in the milestone table of {panel}")
+        ta, tb = float(a["tokens_b"].iloc[0]), float(b["tokens_b"].iloc[0])
+        rows.append({"panel": panel, "start": start, "end": end, "start_revision": a["revision"].iloc[0],
+                     "end_revision": b["revision"].iloc[0], "start_tokens_b": ta, "end_tokens_b": tb,
+                     "token_ratio": tb / ta if ta > 0 else np.nan,
+                     "checkpoints": (b["revision_index"].iloc[0] - a["revision_index"].iloc[0])
+                     if pd.notna(a["revision"].iloc[0]) and pd.notna(b["revision"].iloc[0]) else np.nan})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------------------ F4 circuit recall
+
+
+def circuit_recall(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float = INDUCTION_THRESHOLD,
+                   reference_revision: str | None = None, rule: CountingRule = "per-class") -> pd.DataFrame:
+    """F4: recall(r) = |{h in S_ref : sel_c(h, r) >= threshold}| / |S_ref|, S_ref = the screen at the final
+    revision (or `reference_revision`). Columns: revisions(dev) + n_circuit, n_found, recall, found (names);
+    recall is NaN for a panel whose reference circuit is empty."""
+    ix = index(dev)
+    mask = head_mask(dev, head_class, threshold=threshold, rule=rule)
+    layer, head = dev["layer"].to_numpy(dtype=np.int64), dev["head"].to_numpy(dtype=np.int64)
+    panel_of_row = np.searchsorted(ix.starts, ix.codes, side="right") - 1
+    keys = panel_of_row * 10**8 + layer * 10**4 + head
+    in_circuit = np.isin(ix.codes, ix.reference(reference_revision)) & mask  # S_ref rows
+    hit = np.isin(keys, keys[in_circuit]) & mask
+    found: dict[int, list[tuple[int, int]]] = {}
+    for i in np.flatnonzero(hit):  # few rows: the circuit heads, at the revisions where they pass
+        found.setdefault(ix.codes[i], []).append((int(layer[i]), int(head[i])))
+    n_revs = len(ix.cols["revision"])
+    n_circuit = np.bincount(panel_of_row[in_circuit], minlength=len(ix.starts))[
+        np.searchsorted(ix.starts, np.arange(n_revs), side="right") - 1]
+    n_found = ix.count(hit)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        recall = np.where(n_circuit > 0, n_found / np.maximum(n_circuit, 1), np.nan)
+    return ix.frame(n_circuit=n_circuit, n_found=n_found, recall=recall,
+                    found=[" ".join(head_name(*h) for h in sorted(found.get(i, []))) for i in range(n_revs)])
+
+
+def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3, 2 / 3, 1.0)) -> pd.DataFrame:
+    """F4: first revision whose recall reaches each level (paper: 33/67/100%, i.e. 1/3, 2/3, 3/3 of a 3-head
+    circuit; use exact fractions, as 2/3 = 0.667 < 0.67). Columns: panel, level, level_pct, revision,
+    revision_index, tokens_b, token_fraction (None / NaN where never reached)."""
+    rows = []
+    panels, value = recall["panel"].to_numpy(), recall["recall"].to_numpy(dtype=float)
+    for panel in pd.unique(panels):
+        idx = np.flatnonzero(panels == panel)
+        for level in levels:
+            hit = idx[value[idx] >= level - _EPS][:1]
+            first = recall.iloc[hit[0]] if len(hit) else None
+            rows.append({"panel": panel, "level": level, "level_pct": round(100 * level),
+                         "revision": first["revision"] if first is not None else None,
+                         "revision_index": int(first["revision_index"]) if first is not None else None,
+                         "tokens_b": float(first["tokens_b"]) if first is not None else np.nan,
+                         "token_fraction": float(first["token_fraction"]) if first is not None else np.nan})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------------- F6 the noise floor
+
+NULL_COLUMNS = ("revision", "tokens_b", "null_p99", "null_max", "real_max", "k_above")
+
+
+def noise_floor(nulls: pd.DataFrame | None, *, panels: Sequence[str] = (), stable_ratio: float = 2.0) -> pd.DataFrame:
+    """F6: is the selectivity noise floor stable across training?
+
+    `nulls` is tidy, one row per (panel, revision) of a null-selectivity calibration: revision, tokens_b,
+    null_p99 (global 99th percentile of null selectivities), null_max, real_max (largest real induction
+    selectivity), k_above (heads with real selectivity > null_p99); `panel` optional. The p99 (or max) counts as
+    stable when max/min over revisions <= stable_ratio (2.0 = "within a factor of two").
+    Returns one row per panel: status ("ok" / "no data"), n_revisions, p99_min, p99_max, p99_ratio, p99_stable,
+    max_min, max_max, max_ratio, max_stable, k_above_min, k_above_max, reason. With no null data (None / empty),
+    each of `panels` gets status "no data" and NaN values, never an exception."""
+    columns = ["panel", "status", "n_revisions", "p99_min", "p99_max", "p99_ratio", "p99_stable", "max_min",
+               "max_max", "max_ratio", "max_stable", "k_above_min", "k_above_max", "reason"]
+    if nulls is None or len(nulls) == 0:
+        return pd.DataFrame([{"panel": p, "status": "no data", "n_revisions": 0,
+                              "reason": "no null-selectivity draws for this panel (run the null calibration)"}
+                             for p in panels], columns=columns)
+    missing = [c for c in NULL_COLUMNS if c not in nulls.columns]
+    if missing:
+        raise DataError(f"noise_floor: null table lacks column(s) {missing}; expected {list(NULL_COLUMNS)} "
+                        "(+ optional panel)")
+    nulls = nulls if "panel" in nulls.columns else nulls.assign(panel="")
+    rows = []
+    for panel, g in nulls.groupby("panel", sort=False):
+        p99, mx = g["null_p99"].to_numpy(dtype=float), g["null_max"].to_numpy(dtype=float)
+        p99_ratio, max_ratio = p99.max() / p99.min(), mx.max() / mx.min()
+        rows.append({"panel": panel, "status": "ok", "n_revisions": len(g), "p99_min": p99.min(),
+                     "p99_max": p99.max(), "p99_ratio": p99_ratio, "p99_stable": p99_ratio <= stable_ratio,
+                     "max_min": mx.min(), "max_max": mx.max(), "max_ratio": max_ratio,
+                     "max_stable": max_ratio <= stable_ratio, "k_above_min": int(g["k_above"].min()),
+                     "k_above_max": int(g["k_above"].max()), "reason": ""})
+    for p in panels:
+        if p not in set(pd.unique(nulls["panel"])):
+            rows.append({"panel": p, "status": "no data", "n_revisions": 0,
+                         "reason": "no null-selectivity draws for this panel (run the null calibration)"})
+    return pd.DataFrame(rows, columns=columns)
+
+
+# ------------------------------------------------------------------------------------------ threshold sensitivity
+
+# A log grid over [2, 1000]x that contains the paper's thresholds (30x, 50x, 100x) exactly.
+SENSITIVITY_THRESHOLDS: tuple[float, ...] = tuple(sorted(
+    set(np.round(np.geomspace(2, 1000, 25), 2).tolist()) | {2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0, 300.0, 1000.0}
+))
+
+
+def threshold_sensitivity(dev: pd.DataFrame, *, head_classes: Sequence[str] = (BOS, "induction"),
+                          thresholds: Sequence[float] = SENSITIVITY_THRESHOLDS,
+                          rule: CountingRule = "per-class", final_only: bool = False) -> pd.DataFrame:
+    """Beyond the paper: n_c(tau) and n_c(tau)/n_heads as functions of tau, for every revision (or only each
+    panel's final one). For first-token the fraction is the BOS fraction, for induction `n` is the circuit size; a
+    reader sees how much each finding rests on 30x and 50x. Columns: panel, revision, revision_index, tokens_b,
+    head_class, threshold, n_heads, n, fraction."""
+    ix = index(dev)
+    frames = []
+    for head_class in head_classes:
+        sel = dev[sel_column(check_head_class(head_class))].to_numpy(dtype=float)
+        best = head_mask(dev, head_class, threshold=np.finfo(float).tiny, rule=rule)  # best-class filter only
+        for tau in thresholds:
+            n = ix.count((sel >= tau) & best)
+            frames.append(ix.frame(head_class=head_class, threshold=float(tau), n=n, fraction=n / ix.cols["n_heads"]))
+    out = pd.concat(frames, ignore_index=True)
+    if final_only:
+        last = out.groupby("panel", sort=False)["revision_index"].transform("max")
+        out = out[out["revision_index"] == last]
+    cols = ["panel", "revision", "revision_index", "tokens_b", "head_class", "threshold", "n_heads", "n", "fraction"]
+    return out[cols].reset_index(drop=True)
+
+
+def shape_sensitivity(dev: pd.DataFrame, *, thresholds: Sequence[float] = SENSITIVITY_THRESHOLDS,
+                      rule: CountingRule = "per-class", transition_share: float = 0.5) -> pd.DataFrame:
+    """Beyond the paper: the F2 shape descriptor (largest jump, its share, ramp/transition) at every BOS threshold,
+    to see whether a "transition" survives other thresholds. Columns: threshold + trajectory_shape columns."""
+    counts = threshold_sensitivity(dev, head_classes=[BOS], thresholds=thresholds, rule=rule)
+    return pd.concat([trajectory_shape(g.rename(columns={"fraction": "bos_fraction"}),
+                                       transition_share=transition_share).assign(threshold=tau)
+                      for tau, g in counts.groupby("threshold", sort=True)], ignore_index=True)
+
+
+def transition_range(shapes: pd.DataFrame) -> pd.DataFrame:
+    """Per model of a `shape_sensitivity` table (and tier, when the rows carry one): at how many thresholds the F2
+    shape is a "transition", and the lowest and highest such threshold (NaN when never)."""
+    keys = [c for c in ("tier", "panel") if c in shapes.columns]
+    rows = []
+    for key, g in shapes.groupby(keys, sort=False):
+        hit = g.loc[g["shape"] == "transition", "threshold"]
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "transitions": len(hit),
+                     "lowest": hit.min() if len(hit) else np.nan, "highest": hit.max() if len(hit) else np.nan})
+    return pd.DataFrame(rows, columns=[*keys, "transitions", "lowest", "highest"])

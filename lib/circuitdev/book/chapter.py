@@ -1,0 +1,219 @@
+"""The thin layer a page is written in: `ch = chapter("f2_shapes", globals())` and then the paper's section.
+
+`chapter` checks the page's parameters (its typed `parameters` cell plus the build's folder parameters), finds the
+build's folders (`book.build`), loads the tiers the page shows (its `sources` parameter), puts a note at the top
+for each absent tier and a folded "Parameters of this page" block with the command that re-runs it, and glues the
+paper's own thresholds (so prose about the paper's claim quotes the paper's values, whatever a re-run sets).
+The `Chapter` it returns draws and quotes:
+
+    frac = ch.apply(findings.bos_fraction, threshold=bos_threshold)   # a findings function on every tier
+    ch.figure(plots.bos_fraction_lines(frac), name="fig-f2-bos-fraction", caption="...")  # numbered, provenance
+    ch.glue_frame(shape, {"final_pct": "{:.1f}%"})   # {glue:text}`f2-pub-olmo-final-pct`, `f2-toy-toy-pythia-...`
+    ch.glue_list("toy-final", shape, "final_pct", "{:.1f}%", tier="toy")   # "toy-pythia 6.2%, toy-olmo 6.2%"
+    ch.paper_vs_data("F2")                            # the paper's numbers beside the authors' data
+
+Glue keys are `<prefix>-<key>`, prefix = the page name up to its first "_" ("f2"). Rows of `glue_frame` are keyed
+`<tier>-<panel>-<column>` with the tiers shortened to pub / toy / measured, the published models to pythia / olmo /
+olmoe, and "_" in column names written "-"; the published models always get their keys ("n/a ..." when absent), so
+the prose never breaks.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from circuitdev.book import display
+from circuitdev.book.build import BuildFolders, build_folders
+from circuitdev.book.parameters import check_namespace, read_parameters
+from circuitdev.book.tiers import TIER_LABELS, TIERS, Tier, Tiers, load_tiers
+from circuitdev.paths import REPO_ROOT
+
+TIER_KEYS = {"published": "pub", "toy": "toy", "measured": "measured"}
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+_PAPER_THRESHOLDS = {"class-threshold": "class_threshold", "bos-threshold": "bos_threshold",
+                     "induction-threshold": "induction_threshold", "prev-threshold": "prev_token_threshold"}
+
+
+def _short_panel(panel: str) -> str:
+    from circuitdev.sources.published import PUBLISHED_PANELS
+
+    return PUBLISHED_PANELS[panel].short if panel in PUBLISHED_PANELS else panel
+
+
+@dataclass
+class Chapter:
+    name: str  # the page (notebooks/<name>.py)
+    prefix: str  # glue keys start with "<prefix>-"
+    params: dict[str, Any]  # the page's own parameters, checked
+    folders: BuildFolders
+    tiers: Tiers = field(default_factory=lambda: Tiers({}))
+    glued: dict[str, str] = field(default_factory=dict)  # every text glued so far, by full key
+
+    # ------------------------------------------------------------------------------------------------ data
+    def apply(self, fn: Callable[..., pd.DataFrame], *args, **kwargs) -> pd.DataFrame:
+        """`fn(table, ...)` on every present tier, with a `tier` column (see `Tiers.apply`)."""
+        return self.tiers.apply(fn, *args, **kwargs)
+
+    def use_tier(self, tier: Tier) -> Tier:
+        """Show one tier only (a model page): its absence becomes the page's note."""
+        self.tiers = Tiers({tier.name: tier}, results_dir=self.folders.results_dir)
+        if not tier.present:
+            display.note(tier.note, title="No data for this page")
+        return tier
+
+    @property
+    def paper(self):
+        """The paper's constants: the default ProbeConfig (thresholds, batch, seeds)."""
+        from circuitdev.measure.config import ProbeConfig
+
+        return ProbeConfig()
+
+    # ------------------------------------------------------------------------------------------------ glue
+    def glue(self, key: str, value: Any, fmt: str | Callable[[Any], str] = "{}", *, absent: str = "n/a") -> None:
+        """Glue `value` formatted with `fmt` under `<prefix>-<key>` (`absent` when missing); the text is kept in
+        `glued`. Returns None, so that a cell ending with it shows nothing."""
+        text = display.format_value(value, fmt, absent=absent)
+        full = f"{self.prefix}-{key}"
+        self.glued[full] = text
+        display.glue_text(full, text, value)
+
+    def glue_frame(self, frame: pd.DataFrame, columns: dict[str, str | Callable[[Any], str]], *,
+                   by: Sequence[str] = ("tier", "panel"), absent: str = "n/a") -> None:
+        """Glue every cell of `columns` under `<tier>-<panel>-<column>` (by=("tier", "panel"), one row per model)
+        or `<tier>-<column>` (by=("tier",), one row per tier). Absent rows are glued `absent`: the three tiers,
+        and with panels the published models, always get their keys."""
+        from circuitdev.sources.published import PUBLISHED_PANELS
+
+        by = tuple(by)
+        rows = {} if frame.empty else {k if len(by) > 1 else (k,): r for k, r in zip(
+            frame[list(by)].itertuples(index=False, name=None) if len(by) > 1 else frame[by[0]],
+            frame.to_dict("records"))}
+        expected = [("published", p) for p in PUBLISHED_PANELS] if by == ("tier", "panel") else \
+            [(t,) for t in TIERS] if by == ("tier",) else []
+        for key in expected:
+            rows.setdefault(key, {})
+        for key, row in rows.items():
+            parts = [TIER_KEYS.get(key[0], key[0]), *(_short_panel(p) for p in key[1:])]
+            for column, fmt in columns.items():
+                self.glue("-".join([*parts, column.replace("_", "-")]), row.get(column), fmt, absent=absent)
+
+    def glue_list(self, key: str, frame: pd.DataFrame, column: str, fmt: str | Callable[[Any], str] = "{}", *,
+                  tier: str | None = None, sep: str = ", ", missing: str = "n/a",
+                  absent: str = "n/a (no data in this tier)") -> None:
+        """Glue "panel value, panel value" over the rows of one tier (or all rows): a summary whose length follows
+        the data. A row whose value is missing reads `missing`; no rows at all glue `absent`."""
+        rows = frame[frame["tier"] == tier] if tier is not None and len(frame) else frame
+        text = sep.join(f"{p} {display.format_value(v, fmt, absent=missing)}" for p, v in zip(rows["panel"],
+                                                                                            rows[column])) \
+            if len(rows) else None
+        self.glue(key, text, absent=absent)
+
+    # ------------------------------------------------------------------------------------------------ output
+    def figure(self, fig, *, name: str, caption: str, provenance: str | None = None,
+               tiers: Sequence[str] | None = None, extra: Sequence[str] = (), width: str = "100%") -> None:
+        """A numbered figure ({numref}`name`) with its caption and the provenance line of the tiers it draws."""
+        display.show_figure(fig, name=name, caption=caption, width=width,
+                            provenance=provenance or self.tiers.provenance(tiers=tiers, extra=extra))
+
+    def table(self, df: pd.DataFrame, caption: str = "", **kwargs) -> None:
+        display.show_table(df, caption, **kwargs)
+
+    def note(self, text: str, **kwargs) -> None:
+        display.note(text, **kwargs)
+
+    def claimed(self, claim_id: str) -> pd.DataFrame:
+        """The paper's values of one claim of data/claims.yaml (a series expands into rows)."""
+        from circuitdev.analysis.claims import claim_values
+
+        return claim_values(claim_id)
+
+    def paper_vs_data(self, finding: str) -> None:
+        """The audit rows of one finding for the published tier: the paper's value beside the value the authors' own
+        files give, as a table (or a note when that tier is absent). Glues `<prefix>-claims-match` / `-total`."""
+        from circuitdev.analysis.audit import run_audit
+        from circuitdev.analysis.claims import load_claims
+
+        pub = self.tiers.get("published")
+        if pub is None:
+            self.note("The comparison needs the published tier (see the note at the top of the page).")
+            self.glue("claims-match", None)
+            self.glue("claims-total", None)
+            return
+        result = run_audit(pub.table, claims=[c for c in load_claims() if c.finding == finding],
+                           published=pub.published)
+        out = pd.concat([result.table, result.unverified.assign(status="unverified")], ignore_index=True)
+        out = out[["id", "paper_value", "data_value", "status", "reason"]]
+        self.glue("claims-match", int((out["status"] == "match").sum()))
+        self.glue("claims-total", len(out))
+        self.table(out, caption=f"{finding} claims: the paper's value and the value in the authors' files.")
+
+
+def value_of(frame: pd.DataFrame, column: str, **where: Any) -> Any:
+    """The value of `column` in the first row matching every `where` (column=value); None when none matches."""
+    rows = frame
+    for key, wanted in where.items():
+        if key not in rows.columns:
+            return None
+        rows = rows[rows[key] == wanted]
+    return rows[column].iloc[0] if len(rows) else None
+
+
+def chapter(name: str, namespace: dict[str, Any], *, tiers: Sequence[str] | None = None,
+            prefix: str | None = None, what: str = "this chapter") -> Chapter:
+    """Open a page: check its parameters, find the build's folders, show the parameters block, load the tiers it
+    shows (`tiers`, default: the page's `sources` parameter, else none) with a note for each absent one."""
+    own, build = check_namespace(namespace)
+    display.setup()
+    ch = Chapter(name=name, prefix=prefix or name.split("_")[0], params=own, folders=build_folders(build))
+    _parameters_block(ch)
+    for key, field_name in _PAPER_THRESHOLDS.items():
+        ch.glue(f"paper-{key}", getattr(ch.paper, field_name), "{:g}×")
+    sources = tiers if tiers is not None else own.get("sources", ())
+    if sources:
+        ch.tiers = load_tiers(list(sources), published_dir=ch.folders.published_dir,
+                              results_dir=ch.folders.results_dir, panels=ch.folders.panels)
+        for t in ch.tiers:
+            if not t.present:
+                display.note(t.note, title=f"No {TIER_LABELS[t.name]} data in {what}")
+            elif t.note:
+                display.note(t.note, kind="warning", title=f"Part of the {TIER_LABELS[t.name]} data is missing")
+    return ch
+
+
+def rerun_command(name: str, changed: dict[str, Any]) -> str:
+    """The command line that re-runs page `name` with the parameters in `changed`."""
+    from circuitdev.book.execute import format_value_for_cli
+
+    args = "".join(f" -p {k} {format_value_for_cli(v)}" for k, v in changed.items())
+    return f"circuitdev notebook run {name}{args}"
+
+
+def _parameters_block(ch: Chapter) -> None:
+    """A folded block listing the page's parameters (value, default, meaning) and the command that re-runs it."""
+    source = NOTEBOOKS_DIR / f"{ch.name}.py"
+    docs = {d.name: d for d in read_parameters(source)} if source.is_file() else {}
+    changed = {k: v for k, v in ch.params.items() if k in docs and v != docs[k].default}
+    rows = []
+    for key, value in ch.params.items():
+        doc = docs.get(key)
+        default = "" if doc is None or key not in changed else f" (default `{doc.default_text}`)"
+        rows.append((key, f"`{value!r}`{default}", doc.comment if doc else ""))
+    if not rows:
+        return
+    table = "| parameter | value | meaning |\n|---|---|---|\n" + "\n".join(
+        f"| `{k}` | {v} | {c.replace('|', '/')} |" for k, v, c in rows)
+    command = rerun_command(ch.name, changed or {rows[0][0]: ch.params[rows[0][0]]})
+    how = ("This page ran with these values. Re-run it with others from the repository (any `-p NAME VALUE`; "
+           f"see {{doc}}`../rerun`):\n\n```bash\n{command}\n```")
+    md = f"````{{admonition}} Parameters of this page\n:class: dropdown\n{table}\n\n{how}\n````\n"
+    html_rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td><td>{html.escape(v.replace('`', ''))}</td>"
+                        f"<td>{html.escape(c)}</td></tr>" for k, v, c in rows)
+    display._display_bundle(md, f"<details><summary>Parameters of this page</summary><table>{html_rows}</table>"
+                                f"<pre>{html.escape(command)}</pre></details>")
+
+
+__all__ = ["Chapter", "chapter", "rerun_command", "value_of", "TIERS"]

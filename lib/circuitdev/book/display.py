@@ -1,0 +1,163 @@
+"""What a page shows: numbers formatted for prose, glue, notes, tables and numbered figures.
+
+Every output carries MyST markdown for the book and an HTML twin for Jupyter (`_config.yml` makes the book prefer
+the markdown), so an executed page reads the same in both.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any, Callable, Literal
+
+import pandas as pd
+
+
+# ------------------------------------------------------------------------------------------------ number formats
+
+
+def is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def fmt_tokens(tokens: float) -> str:
+    """A token count -> "6.29B", "2.05M", "3.05T", "500", "0" ("n/a" when missing). Callers holding billions
+    (`tokens_b`) pass tokens_b * 1e9."""
+    if is_missing(tokens):
+        return "n/a"
+    x = float(tokens)
+    for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= div:
+            return f"{x / div:.3g}{unit}"
+    return f"{x:.3g}"
+
+
+def fmt_tokens_b(tokens_b: float) -> str:
+    """A count in billions of tokens (the developmental table's `tokens_b`) -> "6.29B" (see `fmt_tokens`)."""
+    return "n/a" if is_missing(tokens_b) else fmt_tokens(float(tokens_b) * 1e9)
+
+
+def fmt_pct(fraction: float, decimals: int = 1) -> str:
+    """0.578125 -> "57.8%"."""
+    return "n/a" if is_missing(fraction) else f"{100 * float(fraction):.{decimals}f}%"
+
+
+def format_value(value: Any, fmt: str | Callable[[Any], str] = "{}", *, absent: str = "n/a") -> str:
+    """`value` as prose text: `fmt` is a format string or a function; a missing value gives `absent`."""
+    if is_missing(value):
+        return absent
+    return fmt(value) if callable(fmt) else fmt.format(value)
+
+
+# ---------------------------------------------------------------------------------------------------------- glue
+
+
+GLUE_PREFIX = "application/papermill.record/"  # myst-nb's mark of a glued, not displayed, output
+
+
+def _scalar(value: Any) -> Any:
+    """A number or string as JSON (numpy scalars unwrapped); None for anything else."""
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    return value if isinstance(value, (bool, int, float, str)) and not is_missing(value) else None
+
+
+def glue_text(key: str, text: str, value: Any = None) -> None:
+    """Glue `text` under `key` for {glue:text}`key` in this page (`_generated/PAGE.ipynb::key:s` from another).
+
+    The output is myst-nb's glue record; its metadata also keeps the unformatted `value` (when it is a scalar), which
+    `circuitdev notebook sweep` collects into its summary table."""
+    from IPython.display import display
+
+    metadata = {"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}, "circuitdev": {"value": _scalar(value)}}
+    display({GLUE_PREFIX + "text/plain": repr(text)}, raw=True, metadata=metadata)
+
+
+# ------------------------------------------------------------------------------------------ notes, tables, figures
+
+
+def _display_bundle(markdown: str, html_text: str) -> None:
+    """One output the book renders as MyST markdown (nb_mime_priority_overrides puts text/markdown first) and
+    Jupyter renders as HTML (it prefers text/html)."""
+    from IPython.display import display
+
+    display({"text/markdown": markdown, "text/html": html_text, "text/plain": html.unescape(
+        html_text.replace("<br>", "\n"))}, raw=True)
+
+
+NoteKind = Literal["note", "warning", "important", "tip"]
+
+
+def note(text: str, *, kind: NoteKind = "note", title: str | None = None, folded: bool = False) -> None:
+    """A visible admonition (MyST markdown inside; backticks become code). `folded`: closed until clicked."""
+    head = f"{{admonition}} {title or kind.capitalize()}\n:class: {kind}{' dropdown' if folded else ''}"
+    md = f"````{head}\n{text}\n````\n"
+    body = html.escape(text).replace("`", "").replace("\n", "<br>")
+    box = (f'<div style="border-left:4px solid #4a90d9;padding:0.5em 1em;background:#f3f7fc">'
+           f'<b>{html.escape(title or kind.capitalize())}.</b> {body}</div>')
+    _display_bundle(md, f"<details><summary>{html.escape(title or kind)}</summary>{box}</details>" if folded else box)
+
+
+def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index: bool = False,
+               formats: dict[str, str | Callable[[Any], str]] | None = None) -> None:
+    """A table with a caption; floats with `precision` decimals unless `formats` gives a column its own format
+    ("{:.1%}", a callable, ...). Missing values show as "—"."""
+    from IPython.display import display
+
+    styler = df.style.format(precision=precision, thousands=",", na_rep="—")
+    if formats:
+        styler = styler.format({k: v for k, v in formats.items() if k in df.columns}, na_rep="—")
+    if not index:
+        styler = styler.hide(axis="index")
+    if caption:
+        styler = styler.set_caption(caption)
+    # long text cells (claims, reasons) wrap instead of pushing the table out of the page
+    styler = styler.set_table_styles([
+        {"selector": "td", "props": "max-width: 24em; white-space: normal; overflow-wrap: break-word; "
+                                    "text-align: left; padding: 2px 8px; vertical-align: top"},
+        {"selector": "th", "props": "white-space: nowrap; text-align: left; padding: 2px 8px"},
+        {"selector": "caption", "props": "caption-side: top; text-align: left; font-style: italic"}])
+    display(styler.set_table_attributes('style="font-size: 85%"'))
+
+
+def figure_png(fig, dpi: int = 110) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def show_figure(fig, *, name: str, caption: str, provenance: str, width: str = "100%", close: bool = True) -> None:
+    """Show a figure as a numbered MyST figure: `name` is its label ({numref}`name`), `caption` one sentence or
+    two (MyST markdown), the provenance line in smaller print under it. The image is embedded (no side files)."""
+    import matplotlib.pyplot as plt
+
+    data = base64.b64encode(figure_png(fig)).decode()
+    if close:
+        plt.close(fig)
+    label = name.lower().replace("_", "-")
+    md = (f"```{{figure}} data:image/png;base64,{data}\n:name: {label}\n:width: {width}\n:alt: {caption}\n\n"
+          f"{caption}\n<br><small>{provenance}</small>\n```\n")
+    html_text = (f'<figure><img src="data:image/png;base64,{data}" style="max-width:{width}"/>'
+                 f"<figcaption>{html.escape(caption)}<br><small>{html.escape(provenance)}</small></figcaption>"
+                 "</figure>")
+    _display_bundle(md, html_text)
+
+
+def setup(context: str = "notebook") -> None:
+    """Plot style and pandas display options shared by every page."""
+    import warnings
+
+    import matplotlib
+    import seaborn as sns
+
+    warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets
+    matplotlib.rcParams.update({"figure.dpi": 110, "savefig.dpi": 110, "axes.titleweight": "bold"})
+    sns.set_theme(style="whitegrid", context=context)
+    pd.set_option("display.max_columns", 30)
+    pd.set_option("display.width", 160)

@@ -1,0 +1,30 @@
+"""`circuitdev doctor`: check this environment (Python, the pinned packages, which torch build, the Jupyter kernel,
+free disk), one line per check; exit 0 when nothing failed (warnings included), 2 when a check failed."""
+
+from __future__ import annotations
+
+import argparse
+
+from circuitdev import doctor
+
+MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "doctor", help="check the environment: Python, packages, torch build (CPU/CUDA/MPS), kernel, disk",
+        description="One line per check (ok / WARN / FAIL) with a fix under each warning or failure. "
+                    "Exit status 0 when no check failed (warnings allowed), 2 when one did.")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    results = doctor.run_checks(doctor.default_checks())
+    width = max(len(r.name) for r in results)
+    for r in results:
+        print(f"{MARK[r.status]}  {r.name:<{width}}  {r.message}")
+        if r.fix and r.status != "ok":
+            print(f"      {'':<{width}}  fix: {r.fix}")
+    counts = {s: sum(r.status == s for r in results) for s in doctor.STATUSES}
+    print(f"doctor: {counts['ok']} ok, {counts['warn']} warning(s), {counts['fail']} failed")
+    return doctor.exit_code(results)

@@ -9,10 +9,14 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 BIN := $(VENV)/bin
 CORES ?= 2
-# Extra snakemake arguments, e.g. SMK_ARGS="--config published_dir=/path/to/published"
+# Extra snakemake arguments, e.g. SMK_ARGS="--config real_panels='[pythia-1b]'"
 SMK_ARGS ?=
-# Where the authors' published per-head files are (optional; the book notes their absence).
+# A local copy of the authors' published files to fill data/published from (default: $CIRCUITDEV_PUBLISHED, else a
+# download at the pinned commits; offline with neither, the book is built without them and says so).
 PUBLISHED_DIR ?=
+# The book's repository, for its repository and launch buttons (empty: none), e.g. https://github.com/OWNER/REPO
+REPOSITORY_URL ?=
+BOOK_CONFIG = $(strip $(if $(PUBLISHED_DIR),published_from=$(abspath $(PUBLISHED_DIR))) $(if $(REPOSITORY_URL),repository_url=$(REPOSITORY_URL)))
 # torch's pin (the same as pyproject.toml's) and where it comes from: empty/auto = the CPU index when reachable, else
 # the default index; `default`; an index URL; or a name on download.pytorch.org (cpu, cu126, cu128, rocm6.4).
 TORCH_VERSION := 2.13.0
@@ -35,7 +39,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 book: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --configfile config/pipeline.yaml $(if $(PUBLISHED_DIR),--config published_dir=$(abspath $(PUBLISHED_DIR))) $(SMK_ARGS)
+	$(BIN)/snakemake --cores $(CORES) --configfile config/pipeline.yaml $(if $(BOOK_CONFIG),--config $(BOOK_CONFIG)) $(SMK_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/capture.py

@@ -14,6 +14,8 @@
 #   Any file is a target too: snakemake data/results/pythia-1b/step3000.parquet
 #
 # Rules and what re-runs them (Snakemake's default rerun triggers: mtime, params, input, code)
+#   published   makes <data_dir>/published complete (copy or download, sha256-checked), or says why not; pages
+#               wait for it. Re-runs when the manifest changes or the files went missing.
 #   toy         trains (or reuses) the toy models and writes data/panels/toy-*.yaml. Re-runs when `toy_set` changes.
 #   probe_toy   one job per toy panel (all its revisions in one process; the store keeps one record per revision).
 #   probe_hub   one job per revision of a hub panel (GPU resources, see profiles/slurm); probe_local: the same for
@@ -36,7 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "lib"))  # the package, even when it is not installed
 
-from circuitdev.book.build import BuildFolders, config_panels, config_published_dir
+from circuitdev.book.build import (BuildFolders, book_config, config_panels, config_published_dir,
+                                   config_published_from)
 from circuitdev.sources.panels import load_panel
 
 
@@ -57,12 +60,30 @@ def absolute(path):
     return None if path in (None, "", "none", "null") else str(Path(path).resolve())
 
 
-PUBLISHED = config_published_dir(config)  # auto: $CIRCUITDEV_PUBLISHED, else <data_dir>/published
+PUBLISHED = config_published_dir(config)  # the folder the pages read: <data_dir>/published (None: left out)
+PUBLISHED_FROM = config_published_from(config)  # a local copy to fill it from, else a download (None)
+PUBLISHED_STATUS = f"{DATA}/published.status.json"  # what the `published` rule found (complete or why not)
+MANIFEST = os.path.join(workflow.basedir, "data", "published_manifest.tsv")
 
 
 def published_dir():
-    """The authors' files of this build, when the folder is there (else the pages note the missing tier)."""
-    return str(PUBLISHED) if PUBLISHED is not None and PUBLISHED.is_dir() else None
+    """The authors' files of this build (the `published` rule makes the folder complete, or it stays absent)."""
+    return str(PUBLISHED) if PUBLISHED is not None else None
+
+
+def _status_still_holds():
+    """A status that said "complete" whose files are still all there with their sizes (sha256: the rule checks)."""
+    try:
+        if not json.loads(Path(PUBLISHED_STATUS).read_text()).get("complete"):
+            return False
+        rows = [l.split("\t") for l in Path(MANIFEST).read_text().splitlines() if l.strip() and not l.startswith("#")]
+        return all((PUBLISHED / r[0]).is_file() and (PUBLISHED / r[0]).stat().st_size == int(r[3]) for r in rows[1:])
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+if PUBLISHED is not None and Path(PUBLISHED_STATUS).exists() and not _status_still_holds():
+    Path(PUBLISHED_STATUS).unlink()  # offline last time, or files removed since: the rule tries again
 
 
 # --- panels --------------------------------------------------------------------------------------------------------
@@ -183,7 +204,8 @@ def notebook_environment(name):
 
 def notebook_inputs(wildcards):
     spec = NOTEBOOKS[wildcards.name]
-    return {"source": spec["source"], "records": [f for name in spec["panels"] for f in records(name)]}
+    return {"source": spec["source"], "records": [f for name in spec["panels"] for f in records(name)],
+            "published": [PUBLISHED_STATUS] if PUBLISHED is not None else []}
 
 
 def notebook_outputs(wildcards=None):
@@ -233,6 +255,22 @@ rule notebooks:
     input:
         all_records,
         notebook_outputs,
+
+
+if PUBLISHED is not None:
+
+    rule published:
+        """Make <data_dir>/published hold every file of the manifest (sha256-checked), copied from a local copy
+        (`published_from`, $CIRCUITDEV_PUBLISHED, `make book PUBLISHED_DIR=...`) or downloaded at the pinned
+        commits; offline with no copy it prints one line and the pages note the missing tier. Never fails."""
+        input:
+            MANIFEST,
+        output:
+            PUBLISHED_STATUS,
+        params:
+            source=f"--from {shlex.quote(str(PUBLISHED_FROM))}" if PUBLISHED_FROM else "",
+        shell:
+            "{PY:q} -m circuitdev.cli published ensure --to {PUBLISHED:q} {params.source} --status {output:q}"
 
 
 if TOY_PANELS:
@@ -346,9 +384,14 @@ rule book:
         book_inputs,
     output:
         BOOK_HTML,
+    params:
+        # `repository_url` (empty by default): the repository and launch buttons (circuitdev.book.build.book_config)
+        config=lambda wc: book_config(config.get("repository_url") or None, source=Path(BOOK_ROOT) / "_config.yml",
+                                      out=Path(BOOK_ROOT) / "_build" / "_config.repository.yml"),
+        repository=config.get("repository_url") or "",
     log:
         f"{LOGS}/book.log",
     shell:
         # --all: the intro quotes numbers glued on other pages, so an incremental build could leave them stale;
         # -W: Sphinx warnings are errors.
-        "{BIN}/jupyter-book build {BOOK_ROOT:q} --all -W --keep-going > {log:q} 2>&1"
+        "{BIN}/jupyter-book build {BOOK_ROOT:q} --config {params.config:q} --all -W --keep-going > {log:q} 2>&1"

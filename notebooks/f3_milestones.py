@@ -57,7 +57,7 @@ ch.table(pd.DataFrame([(m.name, m.describe()) for m in findings.PAPER_MILESTONES
 # to the sink milestone and is labelled with their token ratio.
 
 # %% tags=["remove-input"]
-ch.figure(plots.milestone_timeline(ms, gaps), name="fig-f3-timeline",
+ch.figure(plots.milestone_timeline(ms, gaps, revisions=ch.apply(findings.revisions)), name="fig-f3-timeline",
           caption="First revision at which each milestone holds, per model (rows) and tier (columns), on a token axis; "
                   f"the grey bar is the gap from {gap_start} to {gap_end} with its token ratio. Milestones never "
                   "reached are not drawn (see the table).")

@@ -108,15 +108,24 @@ def config_panels(config: dict[str, Any], *, base: Path | None = None) -> dict[s
 
 
 def config_published_dir(config: dict[str, Any], *, base: Path | None = None) -> Path | None:
-    """`published_dir` of a pipeline configuration: auto -> $CIRCUITDEV_PUBLISHED, else <data_dir>/published;
-    null / none -> leave the authors' files out; a path -> that folder."""
+    """`published_dir` of a pipeline configuration: the folder the pages read (default <data_dir>/published, which
+    the pipeline's `published` rule fills); null / none: leave the authors' files out."""
     value = config.get("published_dir", "auto")
+    base = Path(base or Path.cwd())
+    if value in ("auto", "default"):
+        return _under(base, config.get("data_dir"), "data") / "published"
+    return None if _published(value) is None else _under(base, value, "")
+
+
+def config_published_from(config: dict[str, Any], *, base: Path | None = None) -> Path | None:
+    """Where the `published` rule takes the files from: `published_from` (a local copy), auto -> the copy named by
+    $CIRCUITDEV_PUBLISHED when set; None -> download them at the pinned commits ($CIRCUITDEV_PUBLISHED_URL)."""
+    value = config.get("published_from", "auto")
     if value == "auto":
-        env = os.environ.get(paths.PUBLISHED_ENV, "").strip()
-        if env:
-            return _published(env)
-        return _under(Path(base or Path.cwd()), config.get("data_dir"), "data") / "published"
-    return None if _published(value) is None else _under(Path(base or Path.cwd()), value, "")
+        value = os.environ.get(paths.PUBLISHED_ENV, "").strip() or None
+    if value is None or str(value).strip().lower() in (NO_PUBLISHED, "null", "", "download"):
+        return None
+    return _under(Path(base or Path.cwd()), value, "")
 
 
 def folders_from_config(config: dict[str, Any] | None = None, *, base: Path | None = None) -> BuildFolders:
@@ -146,3 +155,23 @@ def current_folders() -> BuildFolders:
         data_dir=env.data_dir if paths.DATA_ENV in os.environ else base.data_dir,
         published_dir=env.published_dir if paths.PUBLISHED_ENV in os.environ else base.published_dir,
         panels=env.panels if PANELS_ENV in os.environ else base.panels)
+
+
+def book_config(repository_url: str | None, *, source: Path = paths.REPO_ROOT / "_config.yml",
+                out: Path | None = None) -> Path:
+    """The Jupyter Book configuration to build with: `_config.yml` itself when no repository is set, else a copy
+    (written to `out`) with the repository, its buttons and the Binder / Colab launch buttons. The launch buttons
+    open a page's notebook from the repository, so they work where the executed notebooks are published with it."""
+    import yaml
+
+    from circuitdev.atomic import write_atomic
+
+    if not repository_url:
+        return source
+    config = yaml.safe_load(source.read_text())
+    config["repository"] = {"url": str(repository_url), "branch": "main"}
+    config.setdefault("html", {}).update(use_repository_button=True, use_issues_button=True)
+    config["launch_buttons"] = {"notebook_interface": "jupyterlab", "binderhub_url": "https://mybinder.org",
+                                "colab_url": "https://colab.research.google.com"}
+    return write_atomic(out or paths.REPO_ROOT / "_build" / "_config.repository.yml",
+                        yaml.safe_dump(config, sort_keys=False, allow_unicode=True))

@@ -1,18 +1,19 @@
 """The book's figures: seaborn / matplotlib, one message each, titled, axes labelled with units.
 
-Every function takes a tidy table from `circuitdev.analysis.findings` (plus a `tier` column, see `notebook.Tiers.apply`) and
-returns a matplotlib Figure; none of them computes a finding. Conventions:
+Every function takes a tidy table from `circuitdev.analysis` (plus a `tier` column, see `book.tiers.Tiers.apply`)
+and returns a matplotlib Figure; none of them computes a finding. Conventions:
 
-- training tokens are on a log axis labelled in tokens (k / M / B / T); a tier that contains step 0 (0 tokens, the
-  toy panel's initialisation) gets a symmetric-log axis whose linear part holds 0;
-- tiers are drawn side by side (one column each) with their own token range, because the toy panel trains on
-  ~10^6 tokens and the published models on ~10^12;
+- tiers are drawn side by side (one column each), each on its own token axis (`TokenAxis`), because the toy panel
+  trains on ~10^6 tokens and the published models on ~10^12: a log axis for log-spaced revisions, a linear one for
+  the toy's dense grid, starting at the first non-zero revision, with step 0 (initialisation) marked "init" apart;
+  tokens are labelled k / M / B / T;
 - one colour per model family, the same in every figure (`panel_color`);
 - an empty input gives `placeholder(message)`, a figure that says what is missing, never a blank axis.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import matplotlib.pyplot as plt
@@ -28,7 +29,7 @@ from circuitdev.schema import HEAD_CLASSES
 
 TIER_TITLES = {"published": "Published (authors' files)", "toy": "Toy panel (trained here)",
                "measured": "Measured (real models probed here)", "paper": "Paper (claimed)"}
-TOKENS_LABEL = "training tokens (log scale)"
+TOKENS_LABEL = "training tokens (log scale)"  # a linear TokenAxis says so
 _FAMILY_COLORS = {"olmoe": "#2ca02c", "olmo": "#ff7f0e", "pythia": "#1f77b4", "neox": "#1f77b4"}
 _EXTRA_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#d62728"]
 
@@ -56,22 +57,72 @@ def palette(panels: Sequence[str]) -> dict[str, str]:
 
 
 def token_tick(x: float, _pos=None) -> str:
-    """Tick label for a token count: 0, 500, 2k, 6M, 300B, 3T (none for the negative margin of a symlog axis)."""
+    """Tick label for a token count: 500, 2k, 6M, 300B, 3T."""
     return "" if x < 0 else fmt_tokens(x)
 
 
-def tokens_axis(ax, tokens: np.ndarray | pd.Series, *, label: str = TOKENS_LABEL) -> None:
-    """Log token axis; symmetric-log with a linear part [0, smallest positive count] when 0 tokens occur."""
-    t = np.asarray(tokens, dtype=float)
-    t = t[np.isfinite(t)]
-    positive = t[t > 0]
-    if (t <= 0).any() and len(positive):
-        ax.set_xscale("symlog", linthresh=float(positive.min()), linscale=0.4)
-        label = label.replace("(log scale)", "(log scale; 0 = initialisation)")
-    elif len(positive):
-        ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(token_tick))
-    ax.set_xlabel(label)
+@dataclass(frozen=True)
+class TokenAxis:
+    """How one tier's training tokens map to x: a log or a linear scale over its non-zero revisions, whichever puts
+    the median revision nearer the middle of the axis (log for the real models' log-spaced revisions, linear for the
+    toy's dense grid), starting at the first non-zero revision; step 0 (initialisation) sits apart at the left,
+    labelled "init", behind a dotted line. Each tier gets its own, so the toy's range fills its axes."""
+
+    scale: str  # "log" | "linear"
+    lo: float  # first non-zero token count
+    hi: float  # last token count
+    has_init: bool  # a revision at 0 tokens is drawn
+
+    @classmethod
+    def of(cls, tokens) -> "TokenAxis":
+        t = np.asarray(tokens, dtype=float)
+        t = t[np.isfinite(t)]
+        pos = np.unique(t[t > 0])
+        if len(pos) == 0:
+            return cls("linear", 0.0, 1.0, bool((t == 0).any()))
+        lo, hi = float(pos.min()), float(pos.max())
+        if hi <= lo:
+            return cls("log", lo / 2, lo * 2, bool((t == 0).any()))
+        med = float(np.median(pos))
+        log_mid = np.log(med / lo) / np.log(hi / lo)
+        lin_mid = (med - lo) / (hi - lo)
+        scale = "log" if abs(log_mid - 0.5) <= abs(lin_mid - 0.5) else "linear"
+        return cls(scale, lo, hi, bool((t == 0).any()))
+
+    @property
+    def init_x(self) -> float:
+        """Where step 0 is drawn: a little left of the first non-zero revision."""
+        return self.lo / (self.hi / self.lo) ** 0.08 if self.scale == "log" else self.lo - 0.08 * (self.hi - self.lo)
+
+    def x(self, tokens) -> np.ndarray:
+        t = np.asarray(tokens, dtype=float)
+        return np.where(t == 0, self.init_x, t)
+
+    def mid(self, a: float, b: float) -> float:
+        """The middle of [a, b] as the axis shows it (geometric on a log axis)."""
+        a, b = self.x([a, b])
+        return float(np.sqrt(a * b)) if self.scale == "log" else float((a + b) / 2)
+
+    def apply(self, ax, *, label: str = TOKENS_LABEL) -> None:
+        left = self.init_x if self.has_init else self.lo
+        if self.scale == "log":
+            ax.set_xscale("log")
+            pad = (self.hi / left) ** 0.04
+            ax.set_xlim(left / pad, self.hi * pad)
+        else:
+            pad = 0.03 * (self.hi - left)
+            ax.set_xlim(left - pad, self.hi + pad)
+            label = label.replace("(log scale)", "(linear scale)")
+        ax.xaxis.set_major_formatter(FuncFormatter(token_tick))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
+        if self.has_init:
+            ticks = [t for t in ax.get_xticks() if self.lo * 0.999 <= t <= self.hi * 1.001 or
+                     (self.scale == "log" and self.lo <= t <= self.hi)]
+            ax.set_xticks([self.init_x, *ticks], ["init", *[token_tick(t) for t in ticks]])
+            sep = np.sqrt(self.init_x * self.lo) if self.scale == "log" else (self.init_x + self.lo) / 2
+            ax.axvline(sep, color="grey", lw=0.8, ls=":", zorder=0)
+            label += "; init = step 0"
+        ax.set_xlabel(label)
 
 
 def plain_log_ticks(ax, axis: str = "y") -> None:
@@ -213,8 +264,9 @@ def bos_fraction_lines(frac: pd.DataFrame, *, threshold: float = 30.0) -> Figure
     colors = palette(list(pd.unique(frac["panel"])))
     for ax, tier in zip(axes[0], tiers):
         g = frac[frac["tier"] == tier].assign(tokens=lambda d: _tokens(d), pct=lambda d: 100 * d["bos_fraction"])
-        sns.lineplot(g, x="tokens", y="pct", hue="panel", palette=colors, marker="o", ax=ax)
-        tokens_axis(ax, g["tokens"])
+        axis = TokenAxis.of(g["tokens"])
+        sns.lineplot(g.assign(x=axis.x(g["tokens"])), x="x", y="pct", hue="panel", palette=colors, marker="o", ax=ax)
+        axis.apply(ax)
         ax.set_ylabel(f"heads with first-token ≥ {threshold:g}× (%)")
         ax.set_ylim(-2, 100)
         ax.set_title(TIER_TITLES.get(tier, tier), fontsize=10)
@@ -238,16 +290,25 @@ _MILESTONE_STYLE = {
 }
 
 
-def milestone_timeline(ms: pd.DataFrame, gaps: pd.DataFrame | None = None) -> Figure:
+def milestone_timeline(ms: pd.DataFrame, gaps: pd.DataFrame | None = None, *,
+                       revisions: pd.DataFrame | None = None) -> Figure:
     """F3: when each milestone is first reached (markers on a token axis, one row per model, one column per tier),
     with the induction → sink gap as a bar labelled by its token ratio. `ms`: findings.milestones + tier; `gaps`:
-    findings.milestone_gap + tier (optional)."""
+    findings.milestone_gap + tier (optional); `revisions` (findings.revisions + tier, optional): each tier's axis
+    spans all its revisions, not only the milestones reached."""
     if ms.empty:
         return placeholder("No developmental table from any tier.", title="Milestones")
     fig, axes, tiers = _tier_columns(ms, height=0.9 + 0.75 * ms.groupby("tier")["panel"].nunique().max(),
                                      width=5.4, sharey=False)
     for ax, tier in zip(axes[0], tiers):
         g = ms[ms["tier"] == tier].assign(tokens=lambda d: _tokens(d))
+        drawn = [g["tokens"].dropna()]
+        if revisions is not None and len(revisions):
+            drawn.append(revisions.loc[revisions["tier"] == tier, "tokens_b"] * 1e9)
+        if gaps is not None and len(gaps):
+            gt = gaps[gaps["tier"] == tier]
+            drawn += [gt["start_tokens_b"].dropna() * 1e9, gt["end_tokens_b"].dropna() * 1e9]
+        axis = TokenAxis.of(pd.concat(drawn))
         panels = list(pd.unique(g["panel"]))
         ypos = {p: i for i, p in enumerate(panels)}
         offsets = np.linspace(-0.25, 0.25, len(_MILESTONE_STYLE))
@@ -255,20 +316,20 @@ def milestone_timeline(ms: pd.DataFrame, gaps: pd.DataFrame | None = None) -> Fi
             for row in gaps[gaps["tier"] == tier].itertuples():
                 if np.isfinite(row.token_ratio):
                     y = ypos[row.panel]
-                    ax.plot([row.start_tokens_b * 1e9, row.end_tokens_b * 1e9], [y, y], color="#444", lw=5,
+                    ax.plot(axis.x([row.start_tokens_b * 1e9, row.end_tokens_b * 1e9]), [y, y], color="#444", lw=5,
                             alpha=0.25, solid_capstyle="butt", zorder=1)
-                    mid = np.sqrt(max(row.start_tokens_b, 1e-12) * max(row.end_tokens_b, 1e-12)) * 1e9
+                    mid = axis.mid(row.start_tokens_b * 1e9, row.end_tokens_b * 1e9)
                     ax.annotate(f"×{row.token_ratio:.3g}", (mid, y), xytext=(0, 7), textcoords="offset points",
                                 ha="center", fontsize=8, color="#333")
         for off, (name, (marker, color, label)) in zip(offsets, _MILESTONE_STYLE.items()):
             hit = g[(g["milestone"] == name) & g["tokens"].notna()]
             y = np.array([ypos[p] for p in hit["panel"]], dtype=float) + off
-            ax.scatter(hit["tokens"], y, marker=marker, color=color, s=38,
+            ax.scatter(axis.x(hit["tokens"]), y, marker=marker, color=color, s=38,
                        edgecolor="black", linewidth=0.4, label=label, zorder=3)
         ax.set_yticks(range(len(panels)), panels)
         ax.set_ylim(len(panels) - 0.5, -0.5)
         if g["tokens"].gt(0).any():
-            tokens_axis(ax, g["tokens"].dropna())
+            axis.apply(ax)
         else:
             ax.text(0.5, 0.5, "no milestone reached at a revision after initialisation", ha="center", va="center",
                     transform=ax.transAxes, fontsize=9)
@@ -294,13 +355,15 @@ def recall_curves(recall: pd.DataFrame, *, threshold: float = 50.0) -> Figure:
     colors = palette(list(pd.unique(recall["panel"])))
     for ax, tier in zip(axes[0], tiers):
         g = recall[recall["tier"] == tier].assign(tokens=lambda d: _tokens(d), pct=lambda d: 100 * d["recall"])
+        axis = TokenAxis.of(g["tokens"])
         for panel, gp in g.groupby("panel", sort=False):
             n = int(gp["n_circuit"].iloc[0])
-            ax.step(gp["tokens"], gp["pct"], where="post", color=colors[panel], lw=2, label=f"{panel} ({n} heads)")
-            ax.scatter(gp["tokens"], gp["pct"], color=colors[panel], s=16, zorder=3)
+            x = axis.x(gp["tokens"])
+            ax.step(x, gp["pct"], where="post", color=colors[panel], lw=2, label=f"{panel} ({n} heads)")
+            ax.scatter(x, gp["pct"], color=colors[panel], s=16, zorder=3)
         for level in (100 / 3, 200 / 3, 100):
             ax.axhline(level, color="grey", lw=0.7, ls=":")
-        tokens_axis(ax, g["tokens"])
+        axis.apply(ax)
         ax.set_ylim(-5, 105)
         ax.set_ylabel(f"final circuit heads already ≥ {threshold:g}× (%)")
         ax.set_title(TIER_TITLES.get(tier, tier), fontsize=10)
@@ -325,15 +388,17 @@ def pr_selectivity(traj: pd.DataFrame, *, threshold: float = 50.0, class_label: 
                              layout="constrained")
     for j, (tier, panel) in enumerate(keys):
         g = traj[(traj["tier"] == tier) & (traj["panel"] == panel)].assign(tokens=lambda d: _tokens(d))
+        axis = TokenAxis.of(g["tokens"])
+        g = g.assign(x=axis.x(g["tokens"]))
         heads = list(pd.unique(g["name"]))
         colors = dict(zip(heads, sns.color_palette("tab10", len(heads))))
         for name, gh in g.groupby("name", sort=False):
-            axes[0, j].plot(gh["tokens"], gh["pr_signal"], marker="o", ms=3, color=colors[name], label=name)
-            axes[1, j].plot(gh["tokens"], gh["selectivity"].clip(lower=1e-2), marker="o", ms=3, color=colors[name])
+            axes[0, j].plot(gh["x"], gh["pr_signal"], marker="o", ms=3, color=colors[name], label=name)
+            axes[1, j].plot(gh["x"], gh["selectivity"].clip(lower=1e-2), marker="o", ms=3, color=colors[name])
             formed = gh[gh["formed"]]
             if len(formed):
                 for ax in axes[:, j]:
-                    ax.axvline(formed["tokens"].iloc[0], color=colors[name], ls="--", lw=0.9, alpha=0.8)
+                    ax.axvline(formed["x"].iloc[0], color=colors[name], ls="--", lw=0.9, alpha=0.8)
         for ax in axes[:, j]:
             ax.set_yscale("log")
             plain_log_ticks(ax)
@@ -341,7 +406,7 @@ def pr_selectivity(traj: pd.DataFrame, *, threshold: float = 50.0, class_label: 
         axes[0, j].set_title(f"{panel} · {tier}", fontsize=10)
         axes[0, j].set_ylabel("PR − 1 (floor 10⁻³, log)")
         axes[1, j].set_ylabel(f"{class_label} selectivity (×, log)")
-        tokens_axis(axes[1, j], g["tokens"])
+        axis.apply(axes[1, j])
         axes[0, j].legend(fontsize=7, loc="lower right", title="head", title_fontsize=7)
     _title(fig, "Participation ratio and selectivity of each circuit head on one time axis")
     return fig
@@ -362,16 +427,16 @@ def noise_floor(nulls: pd.DataFrame, *, thresholds: Sequence[float] = (30.0, 50.
               "null_p99": ("null p99", "-", "#2ca02c")}
     for ax, (tier, panel) in zip(axes[0], keys):
         g = nulls[(nulls["tier"] == tier) & (nulls["panel"] == panel)].sort_values("tokens_b")
-        tok = _tokens(g)
+        axis = TokenAxis.of(_tokens(g))
         for col, (label, ls, color) in styles.items():
-            ax.plot(tok, g[col], ls=ls, color=color, marker="o", ms=3, label=label)
+            ax.plot(axis.x(_tokens(g)), g[col], ls=ls, color=color, marker="o", ms=3, label=label)
         for t in thresholds:
             ax.axhline(t, color="grey", lw=0.7, ls=":")
             ax.annotate(f"{t:g}×", (1, t), xycoords=("axes fraction", "data"), fontsize=7, color="grey",
                         ha="right", va="bottom")
         ax.set_yscale("log")
         plain_log_ticks(ax)
-        tokens_axis(ax, tok)
+        axis.apply(ax)
         ax.set_ylabel("selectivity (×, log)")
         ax.set_title(f"{panel} · {TIER_TITLES.get(tier, tier)}", fontsize=9)
         ax.legend(fontsize=7, loc="upper left")

@@ -22,6 +22,14 @@ def register(subparsers) -> None:
                        help="copy from a local copy instead of downloading (offline machines)")
     fetch.add_argument("--timeout", type=float, default=30.0, help="seconds per download")
     fetch.set_defaults(func=run_fetch)
+    ensure = sub.add_parser("ensure", help="make a folder complete (copy or download), or say why it cannot be; "
+                                           "never fails the build (what `make book` runs)")
+    ensure.add_argument("--to", type=Path, required=True, help="the folder the book reads (e.g. data/published)")
+    ensure.add_argument("--from", dest="from_dir", type=Path, default=None,
+                        help="a local copy to take the files from (default: download at the pinned commits)")
+    ensure.add_argument("--timeout", type=float, default=10.0, help="seconds per download")
+    ensure.add_argument("--status", type=Path, default=None, help="also write the outcome to this JSON file")
+    ensure.set_defaults(func=run_ensure)
     check = sub.add_parser("check", help="verify a local copy: sha256 against the manifest, then the JSON schema")
     check.add_argument("--from", dest="from_dir", type=Path, default=None,
                        help="the folder to check (default: $CIRCUITDEV_PUBLISHED or data/published)")
@@ -52,4 +60,16 @@ def run_check(args: argparse.Namespace) -> int:
     if len(bad):
         raise DataError(f"{len(bad)} file(s) missing or changed; "
                         f"re-fetch with `circuitdev published fetch --to {root}`")
+    return 0
+
+
+def run_ensure(args: argparse.Namespace) -> int:
+    import json
+
+    from circuitdev.atomic import write_atomic
+
+    complete, message = fetch.ensure_published(args.to, from_dir=args.from_dir, timeout=args.timeout)
+    print(message)
+    if args.status is not None:
+        write_atomic(args.status, json.dumps({"complete": complete, "message": message}, indent=1) + "\n")
     return 0

@@ -114,11 +114,14 @@ class Panel:
         return Path(self.model) / name
 
     def probe_config(self, **overrides):
-        """ProbeConfig = defaults <- this panel's `probe:` <- `overrides` (None values ignored); dtype defaults to the panel's."""
+        """ProbeConfig = defaults <- this panel's `probe:` <- `overrides`; dtype defaults to the panel's.
+
+        Every override counts, None included: `first_token_id=None` asks for the paper's random filler at position 0
+        even when the panel's `probe:` puts a BOS there (callers leave out what was not given)."""
         from circuitdev.measure.config import ProbeConfig
 
         fields = dict(self.probe)
-        fields.update({k: v for k, v in overrides.items() if v is not None})
+        fields.update(overrides)
         cfg = ProbeConfig.from_dict(fields)
         return cfg.replace(dtype=normalize_dtype(cfg.dtype or self.dtype, where="dtype"))
 

@@ -71,19 +71,27 @@ def published_dir():
     return str(PUBLISHED) if PUBLISHED is not None else None
 
 
-def _status_still_holds():
-    """A status that said "complete" whose files are still all there with their sizes (sha256: the rule checks)."""
+def _files_complete():
+    """Every manifest file is there with its size (the rule itself checks the sha256s)."""
     try:
-        if not json.loads(Path(PUBLISHED_STATUS).read_text()).get("complete"):
-            return False
         rows = [l.split("\t") for l in Path(MANIFEST).read_text().splitlines() if l.strip() and not l.startswith("#")]
         return all((PUBLISHED / r[0]).is_file() and (PUBLISHED / r[0]).stat().st_size == int(r[3]) for r in rows[1:])
     except (OSError, ValueError, IndexError):
         return False
 
 
-if PUBLISHED is not None and Path(PUBLISHED_STATUS).exists() and not _status_still_holds():
-    Path(PUBLISHED_STATUS).unlink()  # offline last time, or files removed since: the rule tries again
+def _status_says_complete():
+    try:
+        return bool(json.loads(Path(PUBLISHED_STATUS).read_text()).get("complete"))
+    except (OSError, ValueError):
+        return None
+
+
+# The status is the rule's output: when it no longer says what is on disk (files removed, or fetched by hand since),
+# it goes, so the rule runs again and the pages that read the files follow. An offline build keeps its "not
+# available" status: later builds do not retry (`circuitdev published fetch` does, or removing the status file).
+if PUBLISHED is not None and _status_says_complete() not in (None, _files_complete()):
+    Path(PUBLISHED_STATUS).unlink()
 
 
 # --- panels --------------------------------------------------------------------------------------------------------
@@ -239,8 +247,12 @@ wildcard_constraints:
 localrules: all, records, notebooks, book
 
 
+PUBLISHED_TARGET = [PUBLISHED_STATUS] if PUBLISHED is not None else []
+
+
 rule all:
     input:
+        PUBLISHED_TARGET,
         all_records,
         notebook_outputs,
         [BOOK_HTML] if book_enabled() else [],
@@ -253,6 +265,7 @@ rule records:
 
 rule notebooks:
     input:
+        PUBLISHED_TARGET,
         all_records,
         notebook_outputs,
 

@@ -51,7 +51,7 @@ def test_dry_run_of_the_real_panels(tmp_path):
     proc = snakemake(tmp_path, "-n", "-p", "--config", f"real_panels={panels}", "toy_families=[]")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    assert job_counts(out) == {"probe_hub": 30, "all": 1}
+    assert job_counts(out) == {"published": 1, "probe_hub": 30, "all": 1}  # the authors' files are made complete
     for name in REAL:  # one job per revision, each writing the contract's record path
         for rev in load_panel(name).revisions:
             assert f"data/results/{name}/{rev.name}.parquet" in out
@@ -63,8 +63,8 @@ def test_dry_run_default_builds_the_toy_panel_first(tmp_path):
     proc = snakemake(tmp_path, "-n")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    # train, then one probe job per toy panel (notebook sources and _toc.yml are absent from this work dir)
-    assert job_counts(out) == {"toy": 1, "probe_toy": 3, "all": 1}
+    # the authors' files; train, then one probe job per toy panel (notebook sources and _toc.yml are absent here)
+    assert job_counts(out) == {"published": 1, "toy": 1, "probe_toy": 3, "all": 1}
 
 
 MODEL_NB = """\

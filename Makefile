@@ -24,7 +24,7 @@ TORCH_INDEX ?=
 # Expanded only when the venv recipe runs (never when .venv is up to date), so only a fresh install probes.
 TORCH_PIP_ARGS = $(shell TORCH_INDEX='$(TORCH_INDEX)' $(PYTHON) tools/torch_index.py torch==$(TORCH_VERSION))
 
-.PHONY: book test bench venv clean-book clean
+.PHONY: book test bench venv lab clean-book clean
 
 venv: $(STAMP)
 
@@ -41,8 +41,16 @@ test: $(STAMP)
 book: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config/pipeline.yaml $(if $(BOOK_CONFIG),--config $(BOOK_CONFIG)) $(SMK_ARGS)
 
+# The workshop: JupyterLab on notebooks/workshop, the .py sessions opening as notebooks (jupytext). Installs the
+# `workshop` extra (JupyterLab + jupytext) first when it is missing; that needs the network once
+# (book/workshop_instructor.md: setting up a room with none).
+lab: $(STAMP)
+	@$(BIN)/python -c "import jupyterlab, jupytext" 2>/dev/null || $(BIN)/pip install --quiet -e '.[workshop]'
+	$(BIN)/circuitdev workshop lab
+
 bench: $(STAMP)
 	$(BIN)/python bench/capture.py
+	$(BIN)/python bench/bootstrap.py
 
 clean-book:
 	rm -rf _build book/_generated

@@ -17,14 +17,20 @@
 #   published   makes <data_dir>/published complete (copy or download, sha256-checked), or says why not; pages
 #               wait for it. Re-runs when the manifest changes or the files went missing.
 #   toy         trains (or reuses) the toy models and writes data/panels/toy-*.yaml. Re-runs when `toy_set` changes.
+#               `toy_seeds` > 0 adds independent replicas (panels toy-*-s<seed>): the pages show their spread.
 #   probe_toy   one job per toy panel (all its revisions in one process; the store keeps one record per revision).
 #   probe_hub   one job per revision of a hub panel (GPU resources, see profiles/slurm); probe_local: the same for
 #               folder and toy panels. Both run `circuitdev probe --revision R --probe-config JSON`; they re-run when
 #               the probe configuration (panel defaults <- `probe` <- `probe_panel`) or the revision's entry in the
 #               panel file changes, or when a folder panel's checkpoint file changes.
+#   refine      `circuitdev refine --panel P --metric M --max-new K` for each entry of `refine:`, after the panel's
+#               probe and before the notebooks (its records join the panel); runs once per entry (done-file).
 #   notebook    `circuitdev notebook run SOURCE --as NAME --out <generated_dir>` (jupytext -> papermill; one-way: the
 #               .py source is never rewritten; the build's folders reach the page as environment variables).
 #               Re-runs when its source, its parameters or the records it reads change.
+#   workshop    `circuitdev workshop build SOURCE --edition book` for each session the toc lists under
+#               <generated_dir>/workshop/ (config `workshop`). Re-runs when its source changes (and, when its solutions
+#               run, the toy records).
 #   book        jupyter-book build <book_root> -> <book_root>/_build/html. Re-runs when a notebook or page changes.
 # Re-running after a finished build does nothing. Run with: .venv/bin/snakemake --cores 2 --configfile config/pipeline.yaml
 
@@ -40,6 +46,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "lib"))  # the package, even whe
 
 from circuitdev.book.build import (BuildFolders, book_config, config_panels, config_published_dir,
                                    config_published_from)
+from circuitdev.measure.config import ProbeConfig
 from circuitdev.sources.panels import load_panel
 
 
@@ -133,8 +140,28 @@ def toy_done(name):
     return f"{RESULTS}/{name}/panel.done"
 
 
+REFINE = [dict(r) for r in config.get("refine") or []]  # {panel, metric, max_new}: `circuitdev refine` runs
+
+
+def refine_done(entry):
+    return f"{RESULTS}/{entry['panel']}/refine-{entry['metric']}-{int(entry.get('max_new', 4))}.done"
+
+
+def refines(name):
+    """The done-files of the refinements of a panel (its records are complete only after them)."""
+    return [refine_done(r) for r in REFINE if r["panel"] == name]
+
+
+def refine_before(wildcards):
+    """The refinements of the same panel listed before this one: they run one after the other (each adds to the
+    panel's refined list)."""
+    mine = [refine_done(r) for r in REFINE if r["panel"] == wildcards.panel]
+    this = f"{RESULTS}/{wildcards.panel}/refine-{wildcards.metric}-{wildcards.k}.done"
+    return mine[:mine.index(this)] if this in mine else []
+
+
 def all_records(wildcards=None):
-    return [f for name in ALL_PANELS for f in records(name)]
+    return [f for name in ALL_PANELS for f in [*records(name), *refines(name)]]
 
 
 def probe_fields(name):
@@ -212,12 +239,65 @@ def notebook_environment(name):
 
 def notebook_inputs(wildcards):
     spec = NOTEBOOKS[wildcards.name]
-    return {"source": spec["source"], "records": [f for name in spec["panels"] for f in records(name)],
+    return {"source": spec["source"], "records": [f for name in spec["panels"] for f in [*records(name), *refines(name)]],
             "published": [PUBLISHED_STATUS] if PUBLISHED is not None else []}
 
 
 def notebook_outputs(wildcards=None):
-    return [f"{GEN}/{name}.ipynb" for name in NOTEBOOKS]
+    """The executed pages the book renders: the notebooks above and the workshop's sessions (below)."""
+    return [f"{GEN}/{name}.ipynb" for name in NOTEBOOKS] + [f"{GEN}/workshop/{s}.ipynb" for s in WORKSHOP_SESSIONS]
+
+
+# --- the Workshop part: notebooks/workshop/NN_*.py -> <generated_dir>/workshop/NN_*.ipynb (the book's edition) -------
+WORKSHOP = config.get("workshop") or {}  # {sources: DIR, execute: auto | true | false} (config/pipeline.yaml)
+
+
+def _workshop_sessions():
+    """Session name -> source, for the pages <book_root>/_toc.yml lists under <generated_dir>/workshop/ (the table of
+    contents decides which exist). Sources: `workshop: sources` (relative to the working directory), else the
+    notebooks/workshop folder of this Snakefile's repository."""
+    import yaml
+
+    toc = Path(BOOK_ROOT) / "_toc.yml"
+    if not toc.is_file():
+        return {}
+    prefix = os.path.relpath(Path(GEN) / "workshop", BOOK_ROOT).replace(os.sep, "/") + "/"
+
+    def files(node):
+        if isinstance(node, dict):
+            yield from ([node["file"]] if isinstance(node.get("file"), str) else [])
+            for value in node.values():
+                yield from files(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from files(value)
+
+    folder = Path(WORKSHOP.get("sources") or Path(workflow.basedir) / "notebooks" / "workshop")
+    names = [f[len(prefix):] for f in files(yaml.safe_load(toc.read_text())) if f.startswith(prefix)]
+    missing = [n for n in names if not (folder / f"{n}.py").is_file()]
+    if missing:
+        print(f"Snakefile: workshop session(s) without a source in {folder}: {', '.join(missing)}", file=sys.stderr)
+    return {n: str(folder / f"{n}.py") for n in names if n not in missing}
+
+
+WORKSHOP_SOURCES = _workshop_sessions()
+WORKSHOP_SESSIONS = list(WORKSHOP_SOURCES)
+# auto: run the solutions when this build trains the toy panel they run on (toy-pythia); else render them unexecuted
+WORKSHOP_EXECUTE = "toy-pythia" in TOY_PANELS if WORKSHOP.get("execute", "auto") == "auto" else bool(WORKSHOP["execute"])
+
+
+def workshop_inputs(wildcards):
+    """A session's source; when its solutions run, the toy panels' records and the authors' files it reads."""
+    run = WORKSHOP_EXECUTE
+    return {"source": WORKSHOP_SOURCES[wildcards.session],
+            "records": [f for name in TOY_PANELS for f in records(name)] if run else [],
+            "published": [PUBLISHED_STATUS] if run and PUBLISHED is not None else []}
+
+
+def workshop_environment():
+    folders = BuildFolders(results_dir=Path(RESULTS).resolve(), data_dir=Path(DATA).resolve(),
+                           published_dir=Path(published_dir()) if published_dir() else None, panels=None)
+    return " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(folders.environment().items()))
 
 
 def book_enabled():
@@ -294,12 +374,13 @@ if TOY_PANELS:
             [f"{DATA}/toy/{name}/recipe.json" for name in TOY_PANELS],
         params:
             families=" ".join(f"--family {f}" for f in config.get("toy_families") or []),
+            seeds="--seeds " + " ".join(str(int(s)) for s in config.get("toy_seeds") or [0]),
             sets=" ".join(shlex.quote(f"--set={k}={json.dumps(v)}") for k, v in sorted((config.get("toy_set") or {}).items())),
         threads: min(3, len(TOY_PANELS))
         log:
             f"{LOGS}/toy.log",
         shell:
-            "{PY:q} -m circuitdev.cli toy train {params.families} {params.sets} --data-dir {DATA:q} --jobs {threads} "
+            "{PY:q} -m circuitdev.cli toy train {params.families} {params.seeds} {params.sets} --data-dir {DATA:q} --jobs {threads} "
             "--no-progress > {log:q} 2>&1"
 
 
@@ -321,7 +402,8 @@ rule probe_toy:
     params:
         panel_file=lambda wc: panel_file(wc.panel),
         probe_config=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),
-        depends=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),  # + the panel's own defaults via recipe.json
+        # + the panel's own defaults via recipe.json, + the library's defaults (a new ProbeConfig field re-probes)
+        depends=lambda wc: json.dumps({**probe_fields(wc.panel), "defaults": ProbeConfig().config_hash()}, sort_keys=True),
     threads: 1
     log:
         f"{LOGS}/probe/{{panel}}.log",
@@ -374,6 +456,28 @@ rule probe_local:
         PROBE_SHELL
 
 
+rule refine:
+    """Refine a probed panel's revision grid where a per-revision metric changes most (`circuitdev refine`). Its
+    input is marked ancient: re-probing the panel (a new probe setting) re-probes the refined revisions too, and
+    does not refine again; delete the done-file to refine further."""
+    input:
+        lambda wc: [ancient(f) for f in records(wc.panel)] + refine_before(wc),
+    output:
+        f"{RESULTS}/{{panel}}/refine-{{metric}}-{{k}}.done",
+    wildcard_constraints:
+        panel=alternatives(sorted({r["panel"] for r in REFINE})),
+        metric="[A-Za-z0-9_]+",
+        k="[0-9]+",
+    params:
+        panel_file=lambda wc: panel_file(wc.panel),
+    threads: 1
+    log:
+        f"{LOGS}/refine/{{panel}}-{{metric}}-{{k}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {PY:q} -m circuitdev.cli refine --panel {params.panel_file:q} "
+        "--metric {wildcards.metric} --max-new {wildcards.k} --out {RESULTS:q} > {log:q} 2>&1 && touch {output:q}"
+
+
 rule notebook:
     input:
         unpack(notebook_inputs),
@@ -390,6 +494,27 @@ rule notebook:
         # the page's own parameters as papermill parameters, the build's folders as its environment
         "{params.environment} {PY:q} -m circuitdev.cli notebook run {input.source:q} --as {wildcards.name} "
         "--out {GEN:q} --parameters {params.parameters:q} --cwd {params.cwd:q} --kernel {params.kernel} > {log:q} 2>&1"
+
+
+rule workshop:
+    """One session of the Workshop part: `circuitdev workshop build SOURCE --edition book` -> <generated_dir>/workshop/
+    (exercise and folded solution blocks; the solutions executed per `workshop: execute`). Sessions 2 and 4
+    share the participant's `mini` run: a lock next to its checkpoints serialises them."""
+    input:
+        unpack(workshop_inputs),
+    output:
+        f"{GEN}/workshop/{{session}}.ipynb",
+    wildcard_constraints:
+        session=alternatives(WORKSHOP_SESSIONS),
+    params:
+        environment=workshop_environment(),
+        execute="" if WORKSHOP_EXECUTE else "--no-execute",
+        out=f"{GEN}/workshop",
+    log:
+        f"{LOGS}/workshop/{{session}}.log",
+    shell:
+        "{params.environment} {PY:q} -m circuitdev.cli workshop build {input.source:q} --edition book "
+        "--out {params.out:q} {params.execute} > {log:q} 2>&1"
 
 
 rule book:

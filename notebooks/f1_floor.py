@@ -17,11 +17,13 @@
 #
 # **What we compute.** Sink heads (first-token ≥ {glue:text}`f1-threshold`) per layer at every revision
 # (`findings.layer_counts`) and, per run, how many of them sit in layers {glue:text}`f1-floor-layers`
-# (`findings.floor_check`).
+# (`findings.floor_check`); then, per model, whether the floor holds, fails or lies within the noise of the
+# measurement (`findings.floor_verdict`), from 95% bootstrap intervals over the probe batch's sequences.
 
 # %% tags=["remove-cell"]
 from circuitdev.analysis import findings
-from circuitdev.book import Rule, Source, chapter, plots
+from circuitdev.book import Rule, Source, chapter, plots, value_of, with_interval_text
+from circuitdev.book.tiers import panel_view
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -67,6 +69,52 @@ per_tier = findings.floor_summary(floor, by=["tier"])
 ch.glue_frame(per_tier, {"runs": "{}", "held": "{}", "most": "{}", "broken": "{}"}, by=["tier"])
 ch.table(findings.floor_summary(floor, by=["tier", "panel"]),
          caption=f"Runs per model whose layers {floor_layers} hold no sink head.")
+
+# %% [markdown]
+# ## Holds, fails, or within noise
+#
+# A count at a bar hides how near the bar a head sits. {numref}`fig-f1-margin` follows the floor layers' strongest
+# sink score at every revision, with its 95% interval from {glue:text}`f1-boot` (`circuitdev.measure.bootstrap`).
+# Per model the floor **holds** when every floor head's interval lies below {glue:text}`f1-threshold` at every
+# revision, **fails** when some floor head reaches the bar in 97.5% of the resamples, and is **within noise**
+# otherwise: the data cannot tell. In the toy panel: {glue:text}`f1-toy-verdicts`. For `toy-pythia` the verdict,
+# with the floor head that decides it, is **{glue:text}`f1-toy-pythia`** against the {glue:text}`f1-threshold` bar.
+# On its default grid alone — the revisions of its panel file, without the {glue:text}`f1-toy-pythia-refined`
+# that refinement added around its sink onset and its induction transition ({doc}`refinement`) — it is
+# **{glue:text}`f1-toy-pythia-grid`**. Where the two differ, a floor head crossed the bar only between two revisions
+# of the default grid: a coarse grid can miss a short-lived sink head as easily as a noisy one.
+#
+# The published tier has no per-sequence data — the authors' files hold one selectivity per head — so its verdicts
+# ({glue:text}`f1-pub-verdicts`) carry no interval; its uncertainty is how the counts move with the threshold
+# ({doc}`sensitivity`).
+
+# %% tags=["remove-input"]
+verdict = with_interval_text(ch.apply(findings.floor_verdict, layers=floor_layers, threshold=bos_threshold, rule=rule,
+                                      intervals=True), "value", "{:.1f}×", name="value_ci")
+ch.glue_bootstrap()
+verdict = verdict.assign(statement=verdict["verdict"] + ": " + verdict["name"] + " at " + verdict["revision"]
+                         + " reads " + verdict["value_ci"])
+ch.glue("toy-pythia", value_of(verdict, "statement", tier="toy", panel="toy-pythia"), absent="n/a (not probed here)")
+ch.glue_list("toy-verdicts", verdict, "verdict", tier="toy")
+view = panel_view(ch.tiers, "toy-pythia")
+on_grid = None
+if view is not None and view.boot is not None:  # the same verdict on the panel file's revisions only
+    keep = lambda df: df[df["revision"].isin(view.grid)]  # noqa: E731
+    on_grid = with_interval_text(findings.floor_verdict(keep(view.table), layers=floor_layers, threshold=bos_threshold,
+                                                        rule=rule, boot=keep(view.boot)), "value", "{:.1f}×",
+                                 name="value_ci").iloc[0]
+ch.glue("toy-pythia-grid", None if on_grid is None else
+        f"{on_grid['verdict']}: {on_grid['name']} at {on_grid['revision']} reads {on_grid['value_ci']}",
+        absent="n/a (not probed here)")
+ch.glue("toy-pythia-refined", None if view is None else f"{len(view.refined)} revisions", absent="no revisions")
+ch.glue_list("pub-verdicts", verdict, "verdict", tier="published")
+margin = ch.apply(findings.floor_margin, layers=floor_layers, intervals=True)
+ch.figure(plots.floor_margin(margin, threshold=bos_threshold, floor_layers=floor_layers), name="fig-f1-margin",
+          caption=f"The largest first-token selectivity among the heads of layers {floor_layers} at every revision, "
+                  f"against the {bos_threshold:g}× bar (log scale); error bars: 95% bootstrap interval over the probe "
+                  "batch's sequences (record tiers only; the published files have no per-sequence data).")
+ch.table(verdict[["tier", "panel", "verdict", "name", "revision", "value_ci", "n_floor_max"]],
+         caption="F1 per model: the verdict and the floor head that decides it, with its 95% interval.")
 
 # %% [markdown]
 # ## The paper's numbers beside the authors' data

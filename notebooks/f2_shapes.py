@@ -23,7 +23,7 @@
 
 # %% tags=["remove-cell"]
 from circuitdev.analysis import findings
-from circuitdev.book import Rule, Source, chapter, fmt_tokens_b, plots, value_of
+from circuitdev.book import Rule, Source, chapter, fmt_pct, fmt_tokens_b, plots, value_of, with_interval_text
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -37,7 +37,7 @@ transition_share: float = 0.5
 
 # %% tags=["remove-input"]
 ch = chapter("f2_shapes", globals())
-frac = ch.apply(findings.bos_fraction, threshold=bos_threshold, rule=rule)
+frac = ch.apply(findings.bos_fraction, threshold=bos_threshold, rule=rule, intervals=True)
 shape = ch.apply(lambda dev: findings.trajectory_shape(findings.bos_fraction(dev, threshold=bos_threshold, rule=rule),
                                                        transition_share=transition_share))
 ch.glue("threshold", bos_threshold, "{:g}×")
@@ -46,12 +46,20 @@ ch.glue("transition-share", transition_share, "{:.0%}")
 # %% [markdown]
 # ## BOS fraction over training
 #
-# {numref}`fig-f2-bos-fraction` shows the BOS fraction against training tokens for every model of every tier.
+# {numref}`fig-f2-bos-fraction` shows the BOS fraction against training tokens for every model of every tier. The
+# bands of the probed tiers are 95% intervals from {glue:text}`f2-boot`: the count of sink heads recomputed on every
+# resample, every head from the same draws. The toy panel ends at {glue:text}`f2-toy-final-ci`. The published tier
+# has no per-sequence data, so it has no band; how its fractions move with the threshold is its uncertainty
+# ({doc}`sensitivity`).
 
 # %% tags=["remove-input"]
 ch.figure(plots.bos_fraction_lines(frac, threshold=bos_threshold), name="fig-f2-bos-fraction",
           caption=f"Share of heads whose first-token selectivity is at least {bos_threshold:g}× ({rule} rule), "
-                  "against training tokens, one line per model; each tier on its own token axis.")
+                  "against training tokens, one line per model; each tier on its own token axis; bands: 95% "
+                  "bootstrap intervals over the probe batch's sequences (record tiers only).")
+ch.glue_bootstrap()
+final = with_interval_text(frac.groupby(["tier", "panel"], sort=False).tail(1), "bos_fraction", fmt_pct) if len(frac) else frac
+ch.glue_list("toy-final-ci", final, "bos_fraction_ci", tier="toy")
 
 # %% [markdown]
 # ## Shapes
@@ -79,6 +87,19 @@ ch.table(shape[["tier", "panel", "n_revisions", "start_pct", "final_pct", "large
                 "jump_from_revision", "jump_to_revision", "jump_token_ratio", "saturation_revision", "shape"]]
          if len(shape) else shape, caption=f"Shape of the BOS-fraction trajectory per model (τ = {bos_threshold:g}×, "
                                            f"transition ⇔ one step ≥ {transition_share:.0%} of the rise).")
+
+# %% [markdown]
+# ## Seeds
+#
+# Trained again from other seeds (the build's `toy_seeds` setting, {doc}`../rerun`), the toy models end at these
+# BOS fractions: {glue:text}`f2-toy-seeds`.
+
+# %% tags=["remove-input"]
+spread = ch.seed_spread(findings.bos_fraction, "bos_fraction", threshold=bos_threshold, rule=rule, fmt="{:.1%}")
+ch.glue_list("toy-seeds", spread, "values", tier="toy", sep="; ",
+             absent="not trained in this build (its `toy_seeds` lists seed 0 only)")
+if len(spread):
+    ch.table(spread, caption="Final BOS fraction of each toy model across training seeds.")
 
 # %% [markdown]
 # ## The paper's numbers beside the authors' data

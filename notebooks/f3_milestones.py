@@ -40,7 +40,7 @@ sustained: bool = False
 
 # %% tags=["remove-input"]
 ch = chapter("f3_milestones", globals())
-ms = ch.apply(findings.milestones, rule=rule, sustained=sustained)
+ms = ch.apply(findings.milestones, rule=rule, sustained=sustained, intervals=True)
 gaps = ch.apply(lambda dev: findings.milestone_gap(findings.milestones(dev, rule=rule, sustained=sustained),
                                                    start=gap_start, end=gap_end))
 ch.glue("paper-gap-start", findings.milestone("induction_3_heads").describe())
@@ -59,8 +59,10 @@ ch.table(pd.DataFrame([(m.name, m.describe()) for m in findings.PAPER_MILESTONES
 # %% tags=["remove-input"]
 ch.figure(plots.milestone_timeline(ms, gaps, revisions=ch.apply(findings.revisions)), name="fig-f3-timeline",
           caption="First revision at which each milestone holds, per model (rows) and tier (columns), on a token axis; "
-                  f"the grey bar is the gap from {gap_start} to {gap_end} with its token ratio. Milestones never "
-                  "reached are not drawn (see the table).")
+                  f"the grey bar is the gap from {gap_start} to {gap_end} with its token ratio; the thin bar through a "
+                  "marker (probed tiers) is the milestone's window: from the revision before its earliest first "
+                  "revision across 95% of the bootstrap resamples to its latest. Milestones never reached are not "
+                  "drawn (see the table).")
 
 # %% [markdown]
 # ## The gap
@@ -82,6 +84,25 @@ if len(ms):
     ch.table(wide[[m.name for m in findings.PAPER_MILESTONES if m.name in wide.columns]].reset_index(),
              caption="Training tokens at the first revision reaching each milestone.")
 ch.table(gaps, caption=f"The gap from {gap_start} to {gap_end}: token ratio and checkpoints.")
+
+# %% [markdown]
+# ## How sure: the window of each milestone
+#
+# A grid of revisions only says that a milestone was first reached somewhere after the revision before it, and a
+# finite batch adds noise: with {glue:text}`f3-boot` the first revision reaching it moves between resamples. For a
+# probed tier the **window** of a milestone runs from the revision before its earliest first revision (95% of the
+# resamples) to its latest. In the toy panel: {glue:text}`f3-toy-windows`. The grid's part of a window shrinks when
+# more revisions are probed where the count changes ({doc}`refinement`). The published tier has no per-sequence
+# data and so no window beyond its grid; its uncertainty is the threshold sensitivity ({doc}`sensitivity`).
+
+# %% tags=["remove-input"]
+ch.glue_bootstrap()
+win = ms[ms["window_tokens_b"].notna()] if "window_tokens_b" in ms.columns else ms.iloc[:0]
+win = win.assign(window=[f"{m} {fmt_tokens_b(a)} → {fmt_tokens_b(b)} tokens" for m, a, b in
+                         zip(win["milestone"], win.get("window_from_tokens_b", []), win.get("tokens_b_hi", []))])
+ch.glue_list("toy-windows", win, "window", tier="toy", sep="; ", absent="no probed milestone has a window here")
+ch.table(win.reindex(columns=["tier", "panel", "milestone", "revision", "window_from_revision", "revision_hi",
+                              "window", "reached_share"]), caption="The window of each milestone a probed tier reaches.")
 
 # %% [markdown]
 # ## The paper's numbers beside the authors' data

@@ -21,7 +21,7 @@
 
 # %% tags=["remove-cell"]
 from circuitdev.analysis import findings
-from circuitdev.book import Source, chapter, plots
+from circuitdev.book import Source, chapter, plots, with_interval_text
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -33,7 +33,7 @@ levels: list[float] = [0.3333333333333333, 0.6666666666666666, 1.0]
 
 # %% tags=["remove-input"]
 ch = chapter("f4_convergence", globals())
-recall = ch.apply(findings.circuit_recall, threshold=induction_threshold)
+recall = ch.apply(findings.circuit_recall, threshold=induction_threshold, intervals=True)
 reached = ch.apply(lambda dev: findings.recall_milestones(findings.circuit_recall(dev, threshold=induction_threshold),
                                                           levels=levels))
 circuits = ch.apply(findings.final_circuit, threshold=induction_threshold)
@@ -44,12 +44,20 @@ ch.glue_list("paper-67-share", ch.claimed("F4.recall_fraction"), "paper", "{:g}%
 # ## Recall over training
 #
 # {numref}`fig-f4-recall` follows, for each model, the share of its final induction circuit that already passes
-# {glue:text}`f4-threshold`.
+# {glue:text}`f4-threshold`. The bands of the probed tiers are 95% intervals from {glue:text}`f4-boot`, with the
+# final circuit itself re-screened on every resample: in the toy panel the final circuits hold
+# {glue:text}`f4-toy-circuit-size` heads. The published tier has no per-sequence data and so no band; its
+# uncertainty is the threshold sensitivity ({doc}`sensitivity`).
 
 # %% tags=["remove-input"]
 ch.figure(plots.recall_curves(recall, threshold=induction_threshold), name="fig-f4-recall",
           caption=f"Recall of the final-revision induction circuit (heads ≥ {induction_threshold:g}×) at every "
-                  "revision, against training tokens; dotted lines at one, two and three thirds.")
+                  "revision, against training tokens; dotted lines at one, two and three thirds; bands: 95% "
+                  "bootstrap intervals over the probe batch's sequences (record tiers only).")
+ch.glue_bootstrap()
+final = recall.groupby(["tier", "panel"], sort=False).tail(1) if len(recall) else recall
+ch.glue_list("toy-circuit-size", with_interval_text(final, "n_circuit", "{:.0f}") if len(final) else final,
+             "n_circuit_ci", tier="toy")
 
 # %% [markdown]
 # ## When the circuit is found
@@ -66,6 +74,19 @@ for tier, key in (("published", "pub"), ("toy", "toy")):
     ch.glue_list(f"{key}-67-share", two_thirds, "token_fraction", lambda f: f"{100 * f:.2g}%", tier=tier,
                  missing="never")
 ch.table(reached, caption="First revision reaching each recall level.")
+
+# %% [markdown]
+# ## Seeds
+#
+# Trained again from other seeds (the build's `toy_seeds` setting, {doc}`../rerun`), the toy models end with these
+# numbers of induction heads (≥ 50×): {glue:text}`f4-toy-seeds`.
+
+# %% tags=["remove-input"]
+spread = ch.seed_spread(findings.revision_metric, "value", name="induction_heads", fmt="{:.0f}")
+ch.glue_list("toy-seeds", spread, "values", tier="toy", sep="; ",
+             absent="not trained in this build (its `toy_seeds` lists seed 0 only)")
+if len(spread):
+    ch.table(spread, caption="Induction heads (≥ 50×) at the final revision of each toy model across training seeds.")
 
 # %% [markdown]
 # ## The paper's numbers beside the authors' data

@@ -51,6 +51,7 @@ def pipeline_config(root: Path) -> dict:
         "model_notebook": {"source": str(nbs / "model.py"), "parameters": {"induction_threshold": 1.0}},
         "notebooks": [{"name": "method", "source": str(nbs / "method.py"), "parameters": {}, "panels": []},
                       *[{"name": n, "source": str(nbs / f"{n}.py"), "parameters": {}} for n in FINDING_NOTEBOOKS],
+                      {"name": "refinement", "source": str(nbs / "refinement.py"), "parameters": {"panel": "toy-tiny"}},
                       {"name": "audit", "source": str(nbs / "audit.py"), "parameters": {}, "panels": []},
                       {"name": "models", "source": str(nbs / "models.py"), "parameters": {}}],
         "skip_missing_notebooks": False,

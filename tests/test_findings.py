@@ -292,3 +292,16 @@ def test_headline_values_on_the_published_data():
     assert (round(100 * olmo[117], 1), round(100 * olmo[264], 1)) == (7.4, 70.3)
     floor = F.floor_check(data.table)
     assert len(floor) == 30 and floor["holds"].all()
+
+
+def test_milestone_metrics_are_zero_until_the_milestone_first_holds(dev):
+    """Refining on a milestone (`circuitdev refine --metric induction_3_heads`) needs a 0/1 metric whose first 1 is
+    the milestone's first revision, as `findings.milestones` finds it."""
+    first = F.milestones(dev).set_index(["panel", "milestone"])["revision"]
+    for spec in F.PAPER_MILESTONES:
+        values = F.revision_metric(dev, spec.name)
+        assert set(values["value"]) <= {0.0, 1.0}
+        for panel, g in values.groupby("panel", sort=False):
+            hit = g.loc[g["value"] == 1, "revision"]
+            expected = first[(panel, spec.name)]
+            assert (hit.iloc[0] if len(hit) else None) == (None if pd.isna(expected) else expected), (panel, spec.name)

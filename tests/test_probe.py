@@ -83,5 +83,15 @@ def test_config_errors():
 
 def test_first_token_id_keeps_old_hashes():
     """Stored records are keyed by config hash: adding the field must not re-key every existing record."""
-    assert ProbeConfig().config_hash() == "1ac1b418616b"  # the hash before first_token_id existed
-    assert ProbeConfig(first_token_id=0).config_hash() != ProbeConfig().config_hash()
+    old = ProbeConfig(n_boot=0)  # the paper's defaults without the bootstrap (issue 14) = the records before it
+    assert old.config_hash() == "1ac1b418616b"  # the hash before first_token_id (and n_boot) existed
+    assert ProbeConfig(first_token_id=0, n_boot=0).config_hash() != old.config_hash()
+
+
+def test_the_bootstrap_is_part_of_the_hash_and_b0_is_neutral():
+    assert ProbeConfig().n_boot == 200 and ProbeConfig().config_hash() != "1ac1b418616b"
+    assert ProbeConfig(n_boot=0, boot_seed=7).config_hash() == "1ac1b418616b"  # no resamples: the seed is moot
+    assert ProbeConfig(boot_seed=7).config_hash() != ProbeConfig().config_hash()
+    assert ProbeConfig(n_boot=100).config_hash() != ProbeConfig().config_hash()
+    with pytest.raises(ConfigError, match="n_boot"):
+        ProbeConfig(n_boot=-1)

@@ -283,6 +283,13 @@ def check_disk(path: Path | None = None, min_free_gb: float = MIN_FREE_GB) -> Re
 BASE_CHECKS: list[Check] = [check_python, check_packages, check_torch, check_kernel, check_disk]
 
 
-def default_checks() -> list[Check]:
-    """What `circuitdev doctor` runs: the base checks, then any later set appended here."""
-    return list(BASE_CHECKS)
+def default_checks(*, workshop: bool = False) -> list[Check]:
+    """What `circuitdev doctor` runs: the base checks, then any later set appended here. workshop=True appends the
+    workshop's (`circuitdev.workshop.doctor.WORKSHOP_CHECKS`: `circuitdev doctor --workshop` = `circuitdev workshop
+    doctor`)."""
+    checks = list(BASE_CHECKS)
+    if workshop:
+        from circuitdev.workshop.doctor import WORKSHOP_CHECKS
+
+        checks += WORKSHOP_CHECKS
+    return checks

@@ -13,6 +13,11 @@ Defaults reproduce the paper exactly (method reference §2, §6):
   AND c is the head's argmax class) to ask how many heads are *primarily* of class c, as the repository README does.
 - thresholds: 30x for BOS (first-token) counts, previous-token / self milestone counts; 50x for the induction
   circuit and induction milestones; 100x for previous-token formation in F5.
+
+Intervals (issue 14): F1-F4 accept `boot=`, the bootstrap replicates of the table's records
+(`sources.store.load_boot_replicates`), and then add `<column>_lo` / `<column>_hi` (95%, from the same resamples for
+every head: `analysis.uncertainty`); without it (the published tier has no per-sequence data) their output is
+exactly the paper's computation. `floor_verdict` states F1 per panel as holds / fails / within noise.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from circuitdev.analysis import uncertainty
 from circuitdev.analysis.devtable import head_counts, head_mask, index, require
 # the table basics a page uses beside the findings, importable from here too
 from circuitdev.analysis.devtable import final_circuit, head_name, reuse_indexes, revisions  # noqa: F401
@@ -40,10 +46,14 @@ _EPS = 1e-9  # slack for ">=" on fractions such as 2/3
 
 
 def layer_counts(dev: pd.DataFrame, *, head_class: str = BOS, threshold: float = BOS_THRESHOLD,
-                 rule: CountingRule = "per-class") -> pd.DataFrame:
+                 rule: CountingRule = "per-class", boot: pd.DataFrame | None = None) -> pd.DataFrame:
     """F1: heads of `head_class` per layer at every revision (the paper's tables 2-3 use first-token >= 30x).
 
-    Columns: panel, revision, revision_index, tokens_b, layer, n (every layer listed, zeros included)."""
+    Columns: panel, revision, revision_index, tokens_b, layer, n (every layer listed, zeros included); with `boot`
+    (bootstrap replicates) also n_lo, n_hi."""
+    if boot is not None:
+        return uncertainty.with_intervals(dev, boot, lambda d: layer_counts(d, head_class=head_class,
+                                          threshold=threshold, rule=rule), columns=["n"])
     ix = index(dev)
     n_revs = len(ix.cols["revision"])
     layers = dev["layer"].to_numpy(dtype=int)
@@ -59,11 +69,15 @@ def layer_counts(dev: pd.DataFrame, *, head_class: str = BOS, threshold: float =
 
 
 def floor_check(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
-                threshold: float = BOS_THRESHOLD, rule: CountingRule = "per-class") -> pd.DataFrame:
+                threshold: float = BOS_THRESHOLD, rule: CountingRule = "per-class",
+                boot: pd.DataFrame | None = None) -> pd.DataFrame:
     """F1 floor: does every run have zero `head_class` heads in `layers` (the paper: no BOS head in L0/L1 ever)?
 
-    One row per (panel, revision): panel, revision, tokens_b, n_floor (heads counted in `layers`), holds.
-    The runs that break the floor are `out[~out.holds]`."""
+    One row per (panel, revision): panel, revision, tokens_b, n_floor (heads counted in `layers`), holds; with
+    `boot` also n_floor_lo, n_floor_hi. The runs that break the floor are `out[~out.holds]`."""
+    if boot is not None:
+        return uncertainty.with_intervals(dev, boot, lambda d: floor_check(d, layers=layers, head_class=head_class,
+                                          threshold=threshold, rule=rule), columns=["n_floor"])
     ix = index(dev)
     n_floor = ix.count(head_mask(dev, head_class, threshold=threshold, rule=rule)
                        & np.isin(dev["layer"].to_numpy(), list(layers)))
@@ -86,13 +100,91 @@ def floor_summary(floor: pd.DataFrame, *, by: Sequence[str] = ("panel",)) -> pd.
     return pd.DataFrame(rows, columns=[*by, "runs", "held", "most", "broken"])
 
 
+VERDICTS = ("holds", "within noise", "fails")
+
+
+def floor_margin(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
+                 boot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """F1, how close the floor comes to the bar: per (panel, revision) the head of `layers` with the largest
+    `head_class` selectivity. Columns: panel, revision, revision_index, tokens_b, name, value, value_lo, value_hi
+    (its 95% bootstrap interval; NaN without `boot`)."""
+    col = sel_column(check_head_class(head_class))
+    ix = index(dev)
+    lo = hi = np.full(len(dev), np.nan)
+    if boot is not None:
+        lo, hi = uncertainty.Replicates.align(dev, boot).head_interval(col)
+    floor = np.flatnonzero(np.isin(dev["layer"].to_numpy(), list(layers)))
+    order = floor[np.lexsort((-dev[col].to_numpy(dtype=float)[floor], ix.codes[floor]))]
+    top = order[np.r_[True, np.diff(ix.codes[order]) != 0]] if len(order) else order  # best floor head per revision
+    at = np.full(len(ix.cols["revision"]), -1)
+    at[ix.codes[top]] = top
+    ok = at >= 0
+    pick = lambda a: np.where(ok, np.asarray(a, dtype=float)[np.maximum(at, 0)], np.nan)  # noqa: E731
+    names = [head_name(dev["layer"].iloc[i], dev["head"].iloc[i]) if i >= 0 else None for i in at]
+    return ix.frame(name=names, value=pick(dev[col]), value_lo=pick(lo), value_hi=pick(hi)).drop(
+        columns=[c for c in ("step", "token_fraction", "n_heads") if c in ix.cols])
+
+
+def floor_verdict(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
+                  threshold: float = BOS_THRESHOLD, rule: CountingRule = "per-class",
+                  boot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """F1 per panel: "holds", "fails" or "within noise", with the head that decides it and its 95% interval.
+
+    With `boot` (the bootstrap replicates), over all revisions of the panel:
+    - fails: at some revision at least one floor head reaches the bar in 97.5% of the resamples (n_floor_lo >= 1);
+    - within noise: not failing, but some floor head's interval holds the bar (lo < threshold <= hi), or some
+      resamples put a floor head at the bar (n_floor_hi >= 1): the data cannot tell holding from failing;
+    - holds: every floor head's interval lies below the bar at every revision.
+    The deciding head is the floor head with the largest lower end (fails), the largest value among those whose
+    interval holds the bar (within noise), or the largest upper end (holds). Without `boot` (no per-sequence data,
+    e.g. the published tier) the verdict is the paper's -- holds iff no floor head reaches the bar -- and the
+    interval is NaN. Columns: panel, runs, verdict, revision, tokens_b, name, value, value_lo, value_hi, n_floor_max,
+    bootstrapped."""
+    col = sel_column(check_head_class(head_class))
+    floor = floor_check(dev, layers=layers, head_class=head_class, threshold=threshold, rule=rule, boot=boot)
+    ix = index(dev)
+    in_floor = np.isin(dev["layer"].to_numpy(), list(layers))
+    value = dev[col].to_numpy(dtype=float)
+    reps = uncertainty.Replicates.align(dev, boot) if boot is not None else None
+    lo, hi = reps.head_interval(col) if reps is not None else (np.full(len(dev), np.nan),) * 2
+    panel_of = np.asarray(ix.cols["panel"])[ix.codes]
+    rows = []
+    for panel, g in floor.groupby("panel", sort=False):
+        here = np.flatnonzero((panel_of == panel) & in_floor)
+        with_ci = reps is not None and panel in reps.panels
+        if with_ci:
+            straddle = here[(lo[here] < threshold) & (hi[here] >= threshold)]
+            if (g["n_floor_lo"] >= 1).any():
+                verdict, i = "fails", here[np.nanargmax(lo[here])]
+            elif len(straddle) or (g["n_floor_hi"] >= 1).any():
+                verdict = "within noise"
+                i = straddle[np.argmax(value[straddle])] if len(straddle) else here[np.nanargmax(hi[here])]
+            else:
+                verdict, i = "holds", here[np.nanargmax(hi[here])]
+        else:
+            verdict = "holds" if bool(g["holds"].all()) else "fails"
+            i = here[np.argmax(value[here])]
+        rows.append({"panel": panel, "runs": len(g), "verdict": verdict, "revision": dev["revision"].iloc[i],
+                     "tokens_b": float(dev["tokens_b"].iloc[i]),
+                     "name": head_name(dev["layer"].iloc[i], dev["head"].iloc[i]), "value": value[i],
+                     "value_lo": lo[i], "value_hi": hi[i], "n_floor_max": int(g["n_floor"].max()),
+                     "bootstrapped": with_ci})
+    return pd.DataFrame(rows, columns=["panel", "runs", "verdict", "revision", "tokens_b", "name", "value", "value_lo",
+                                       "value_hi", "n_floor_max", "bootstrapped"])
+
+
 # ------------------------------------------------------------------------------------------------- F2 BOS fraction
 
 
-def bos_fraction(dev: pd.DataFrame, *, threshold: float = BOS_THRESHOLD, rule: CountingRule = "per-class") -> pd.DataFrame:
+def bos_fraction(dev: pd.DataFrame, *, threshold: float = BOS_THRESHOLD, rule: CountingRule = "per-class",
+                 boot: pd.DataFrame | None = None) -> pd.DataFrame:
     """F2: whole-model BOS fraction n_first(tau) / n_heads at every revision.
 
-    Columns: panel, revision, revision_index, [step], tokens_b, token_fraction, n_heads, n_bos, bos_fraction."""
+    Columns: panel, revision, revision_index, [step], tokens_b, token_fraction, n_heads, n_bos, bos_fraction; with
+    `boot` (bootstrap replicates) also n_bos_lo / _hi and bos_fraction_lo / _hi."""
+    if boot is not None:
+        return uncertainty.with_intervals(dev, boot, lambda d: bos_fraction(d, threshold=threshold, rule=rule),
+                                          columns=["n_bos", "bos_fraction"])
     out = head_counts(dev, BOS, threshold=threshold, rule=rule)
     return out.rename(columns={"n": "n_bos", "fraction": "bos_fraction"})
 
@@ -184,33 +276,64 @@ def milestone(name: str, *, threshold: float | None = None) -> Milestone:
     return m if threshold is None else Milestone(m.name, m.head_class, float(threshold), m.min_heads, m.min_fraction)
 
 
-def milestones(dev: pd.DataFrame, *, specs: Sequence[Milestone] = PAPER_MILESTONES, rule: CountingRule = "per-class",
-               sustained: bool = False) -> pd.DataFrame:
-    """F3: the first revision at which each milestone holds (paper: first, even if it later fails again).
-
-    sustained=True asks instead for the first revision from which it holds at every later revision (use it when
-    counts are noisy, e.g. OLMo's single 10B BOS head). Columns: panel, milestone, revision (None if never),
-    revision_index, tokens_b, token_fraction (NaN if never)."""
+def _milestone_hits(dev: pd.DataFrame, specs: Sequence[Milestone], rule: CountingRule, sustained: bool):
+    """Per panel and milestone, whether it holds at each of the panel's revisions (token order)."""
     ix = index(dev)
     hits = []
     for spec in specs:
         n = ix.count(head_mask(dev, spec.head_class, threshold=spec.threshold, rule=rule))
         hits.append(n >= spec.min_heads if spec.min_heads is not None else
                     n / ix.cols["n_heads"] >= spec.min_fraction - _EPS)
-    rows = []
     for panel, idx in ix.panels():
         for spec, hit in zip(specs, hits):
             ok = hit[idx]
-            if sustained:
-                ok = np.logical_and.accumulate(ok[::-1])[::-1]
-            i = idx[ok][0] if ok.any() else None
-            rows.append({"panel": panel, "milestone": spec.name,
-                         "revision": ix.cols["revision"][i] if i is not None else None,
-                         "revision_index": int(ix.cols["revision_index"][i]) if i is not None else None,
-                         "tokens_b": float(ix.cols["tokens_b"][i]) if i is not None else np.nan,
-                         "token_fraction": float(ix.cols["token_fraction"][i]) if i is not None else np.nan})
-    return pd.DataFrame(rows, columns=["panel", "milestone", "revision", "revision_index", "tokens_b",
-                                       "token_fraction"])
+            yield panel, idx, spec, (np.logical_and.accumulate(ok[::-1])[::-1] if sustained else ok)
+
+
+MILESTONE_WINDOW_COLUMNS = ["revision_lo", "tokens_b_lo", "revision_hi", "tokens_b_hi", "window_from_revision",
+                            "window_from_tokens_b", "window_tokens_b", "reached_share"]
+
+
+def milestones(dev: pd.DataFrame, *, specs: Sequence[Milestone] = PAPER_MILESTONES, rule: CountingRule = "per-class",
+               sustained: bool = False, boot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """F3: the first revision at which each milestone holds (paper: first, even if it later fails again).
+
+    sustained=True asks instead for the first revision from which it holds at every later revision (use it when
+    counts are noisy, e.g. OLMo's single 10B BOS head). Columns: panel, milestone, revision (None if never),
+    revision_index, tokens_b, token_fraction (NaN if never).
+
+    With `boot` (bootstrap replicates) also its window: revision_lo / tokens_b_lo and revision_hi / tokens_b_hi, the
+    earliest and latest first revision across the replicates (95% range; revision_hi None when more than 2.5% of
+    them never reach it); window_from_revision / _tokens_b, the revision before revision_lo (the onset lies after
+    it: the grid's resolution); window_tokens_b = tokens_b_hi - window_from_tokens_b, the width of the stretch of
+    training in which the milestone is first reached; reached_share, the share of replicates reaching it."""
+    ix = index(dev)
+    rows = []
+    for panel, idx, spec, ok in _milestone_hits(dev, specs, rule, sustained):
+        i = idx[ok][0] if ok.any() else None
+        rows.append({"panel": panel, "milestone": spec.name,
+                     "revision": ix.cols["revision"][i] if i is not None else None,
+                     "revision_index": int(ix.cols["revision_index"][i]) if i is not None else None,
+                     "tokens_b": float(ix.cols["tokens_b"][i]) if i is not None else np.nan,
+                     "token_fraction": float(ix.cols["token_fraction"][i]) if i is not None else np.nan})
+    out = pd.DataFrame(rows, columns=["panel", "milestone", "revision", "revision_index", "tokens_b",
+                                      "token_fraction"])
+    if boot is None:
+        return out
+    reps = uncertainty.Replicates.align(dev, boot)
+    firsts = np.stack([[uncertainty.first_reached(ok) for *_, ok in _milestone_hits(frame, specs, rule, sustained)]
+                       for frame in reps.frames()])  # (B, panels x milestones)
+    window = []
+    for k, (panel, idx, _spec, ok) in enumerate(_milestone_hits(dev, specs, rule, sustained)):
+        if panel not in reps.panels:
+            window.append([None, np.nan, None, np.nan, None, np.nan, np.nan, np.nan])
+            continue
+        lo, hi, share = uncertainty.index_interval(firsts[:, k], int(uncertainty.first_reached(ok)), never=len(idx))
+        at = lambda j: (ix.cols["revision"][idx[j]], float(ix.cols["tokens_b"][idx[j]])) if j < len(idx) \
+            else (None, np.nan)  # noqa: E731
+        before = at(max(lo - 1, 0)) if lo < len(idx) else (None, np.nan)
+        window.append([*at(lo), *at(hi), *before, at(hi)[1] - before[1], share])
+    return pd.concat([out, pd.DataFrame(window, columns=MILESTONE_WINDOW_COLUMNS)], axis=1)
 
 
 def milestone_gap(table: pd.DataFrame, *, start: str = "induction_3_heads", end: str = "bos_50pct") -> pd.DataFrame:
@@ -234,10 +357,16 @@ def milestone_gap(table: pd.DataFrame, *, start: str = "induction_3_heads", end:
 
 
 def circuit_recall(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float = INDUCTION_THRESHOLD,
-                   reference_revision: str | None = None, rule: CountingRule = "per-class") -> pd.DataFrame:
+                   reference_revision: str | None = None, rule: CountingRule = "per-class",
+                   boot: pd.DataFrame | None = None) -> pd.DataFrame:
     """F4: recall(r) = |{h in S_ref : sel_c(h, r) >= threshold}| / |S_ref|, S_ref = the screen at the final
     revision (or `reference_revision`). Columns: revisions(dev) + n_circuit, n_found, recall, found (names);
-    recall is NaN for a panel whose reference circuit is empty."""
+    recall is NaN for a panel whose reference circuit is empty. With `boot` (bootstrap replicates) also
+    n_circuit_lo / _hi, n_found_lo / _hi and recall_lo / _hi: the circuit itself is re-screened on every replicate."""
+    if boot is not None:
+        return uncertainty.with_intervals(dev, boot, lambda d: circuit_recall(
+            d, head_class=head_class, threshold=threshold, reference_revision=reference_revision, rule=rule),
+            columns=["n_circuit", "n_found", "recall"])
     ix = index(dev)
     mask = head_mask(dev, head_class, threshold=threshold, rule=rule)
     layer, head = dev["layer"].to_numpy(dtype=np.int64), dev["head"].to_numpy(dtype=np.int64)
@@ -370,3 +499,155 @@ def transition_range(shapes: pd.DataFrame) -> pd.DataFrame:
         rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "transitions": len(hit),
                      "lowest": hit.min() if len(hit) else np.nan, "highest": hit.max() if len(hit) else np.nan})
     return pd.DataFrame(rows, columns=[*keys, "transitions", "lowest", "highest"])
+
+
+# ------------------------------------------------------------------------------------- per-revision metrics, seeds
+
+
+def _count_metric(head_class: str, threshold: float):
+    def metric(dev: pd.DataFrame) -> pd.DataFrame:
+        out = head_counts(dev, head_class, threshold=threshold)
+        return out.assign(value=out["n"].astype(float))
+    return metric
+
+
+# One number per revision, by name: what `circuitdev refine --metric M` refines the revision grid on.
+REVISION_METRICS: dict[str, tuple[str, object]] = {
+    "bos_fraction": (f"share of heads with first-token selectivity ≥ {BOS_THRESHOLD:g}× (F2)",
+                     lambda dev: bos_fraction(dev).assign(value=lambda d: d["bos_fraction"])),
+    "induction_heads": (f"heads with induction selectivity ≥ {INDUCTION_THRESHOLD:g}× (F3, F4)",
+                        _count_metric("induction", INDUCTION_THRESHOLD)),
+    "prev_token_heads": (f"heads with previous-token selectivity ≥ {CLASS_THRESHOLD:g}× (F3)",
+                         _count_metric("previous-token", CLASS_THRESHOLD)),
+    "sink_heads": (f"heads with first-token selectivity ≥ {BOS_THRESHOLD:g}× (F1, F2)",
+                   _count_metric(BOS, BOS_THRESHOLD)),
+}
+
+
+def _milestone_metric(spec: Milestone):
+    def metric(dev: pd.DataFrame) -> pd.DataFrame:
+        out = head_counts(dev, spec.head_class, threshold=spec.threshold)
+        held = out["n"] >= spec.min_heads if spec.min_heads is not None else \
+            out["fraction"] >= spec.min_fraction - _EPS
+        return out.assign(value=held.astype(float))
+    return metric
+
+
+# ... and each F3 milestone as 0 / 1 (does it hold at the revision?): refining on one zooms onto its first revision
+REVISION_METRICS.update({m.name: (f"1 when the F3 milestone holds ({m.describe()}), else 0", _milestone_metric(m))
+                         for m in PAPER_MILESTONES})
+
+
+def revision_metric(dev: pd.DataFrame, name: str, *, boot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """A per-revision metric of REVISION_METRICS by name: revisions(dev) columns plus `value` (token order); with
+    `boot` (bootstrap replicates) also value_lo / value_hi."""
+    if name not in REVISION_METRICS:
+        raise ConfigError(f"unknown metric {name!r}; known: {', '.join(REVISION_METRICS)}")
+    if boot is not None:
+        return uncertainty.with_intervals(dev, boot, lambda d: revision_metric(d, name), columns=["value"])
+    return REVISION_METRICS[name][1](dev)
+
+
+def event_window(values: pd.DataFrame, *, within: tuple[float, float] | None = None) -> dict:
+    """Where a per-revision metric changes most, for one panel (`values`: revision, tokens_b, value in token order).
+
+    Without `within`: the adjacent pair with the largest |change| (ties: the earliest) -- the window
+    `circuitdev refine` starts from. With `within` = (from, to) tokens_b of such a window on a coarser grid: the
+    tightest stretch inside it from the last revision still at the window's starting value to the first revision at
+    its end value -- the same event on a finer grid. Returns from_revision, to_revision, from_tokens_b,
+    to_tokens_b, change, revisions_inside (revisions strictly between the two ends)."""
+    v = values.sort_values("tokens_b", kind="stable")
+    t, x, names = v["tokens_b"].to_numpy(dtype=float), v["value"].to_numpy(dtype=float), v["revision"].to_numpy()
+    if within is None:
+        if len(x) < 2:
+            raise DataError("event_window needs at least two revisions")
+        d = np.abs(np.diff(x))
+        i = int(np.argmax(d))
+        j = i + 1
+    else:
+        idx = np.flatnonzero((t >= within[0] - 1e-15) & (t <= within[1] + 1e-15))
+        if len(idx) < 2:
+            raise DataError(f"no two revisions lie in the window {within} (tokens_b)")
+        start, end = x[idx[0]], x[idx[-1]]
+        j = next(k for k in idx[1:] if x[k] == end)
+        i = max(k for k in idx if k < j and x[k] == start)
+    return {"from_revision": names[i], "to_revision": names[j], "from_tokens_b": t[i], "to_tokens_b": t[j],
+            "change": x[j] - x[i], "revisions_inside": j - i - 1}
+
+
+def window_comparison(dev: pd.DataFrame, grid: Sequence[str], metric: str) -> dict:
+    """The event window of a per-revision `metric` on the panel's default revision grid (`grid`: its revision names)
+    and on all its probed revisions (refined ones included): grid_* and refined_* ends and widths in tokens_b,
+    narrowing = grid width / refined width, added = refined revisions inside the grid window."""
+    values = revision_metric(dev, metric)
+    coarse = event_window(values[values["revision"].isin(list(grid))])
+    fine = event_window(values, within=(coarse["from_tokens_b"], coarse["to_tokens_b"]))
+    inside = values["tokens_b"].between(coarse["from_tokens_b"], coarse["to_tokens_b"], inclusive="neither")
+    gw, fw = coarse["to_tokens_b"] - coarse["from_tokens_b"], fine["to_tokens_b"] - fine["from_tokens_b"]
+    return {"metric": metric, "change": coarse["change"],
+            **{f"grid_{k}": coarse[k] for k in ("from_revision", "to_revision", "from_tokens_b", "to_tokens_b")},
+            **{f"refined_{k}": fine[k] for k in ("from_revision", "to_revision", "from_tokens_b", "to_tokens_b")},
+            "grid_width_tokens_b": gw, "refined_width_tokens_b": fw, "narrowing": gw / fw if fw > 0 else np.nan,
+            "added": int((inside & ~values["revision"].isin(list(grid))).sum())}
+
+
+SEED_SUFFIX = "-s"  # a toy seed replica's panel: <panel>-s<seed> (`circuitdev toy train --seeds`); seed 0 = <panel>
+
+
+def seed_of(panel: str) -> tuple[str, int]:
+    """(base panel, seed) of a panel name: "toy-pythia-s2" -> ("toy-pythia", 2), "toy-pythia" -> ("toy-pythia", 0)."""
+    import re
+
+    m = re.match(rf"^(?P<base>.+){re.escape(SEED_SUFFIX)}(?P<seed>\d+)$", panel)
+    return (m["base"], int(m["seed"])) if m else (panel, 0)
+
+
+def seed_spread(values: pd.DataFrame, column: str, *, fmt: str = "{:g}") -> pd.DataFrame:
+    """Across the seed replicas of each panel, the spread of `column` at each panel's final revision (`values`:
+    one row per (panel, revision) in token order, e.g. bos_fraction or head_counts). One row per base panel that
+    has at least two seeds: panel, seeds, values ("s<seed>: value" list, each value in `fmt`), min, max, spread
+    (max - min)."""
+    require(values, ["panel", column], "seed_spread", allow_empty=True)
+    final = values.groupby("panel", sort=False).tail(1)
+    rows = {}
+    for panel, value in zip(final["panel"], final[column]):
+        base, seed = seed_of(panel)
+        rows.setdefault(base, []).append((seed, float(value)))
+    out = [{"panel": base, "seeds": len(v), "values": ", ".join(f"s{s}: {fmt.format(x)}" for s, x in sorted(v)),
+            "min": min(x for _, x in v), "max": max(x for _, x in v),
+            "spread": max(x for _, x in v) - min(x for _, x in v)} for base, v in rows.items() if len(v) > 1]
+    return pd.DataFrame(out, columns=["panel", "seeds", "values", "min", "max", "spread"])
+
+
+def milestone_window_comparison(dev: pd.DataFrame, grid: Sequence[str], *, boot: pd.DataFrame | None = None,
+                                specs: Sequence[Milestone] = PAPER_MILESTONES) -> pd.DataFrame:
+    """F3 windows on a panel's default revision grid (`grid`: its revision names) and on all its probed revisions,
+    per milestone reached: milestone, grid_window / refined_window (from -> to revision), grid_width_tokens_b,
+    refined_width_tokens_b, narrowing (grid / refined width). Needs `boot` for the noise part of the windows;
+    without it the windows are the grid's alone."""
+    def windows(table: pd.DataFrame) -> pd.DataFrame:
+        sub = boot[boot["revision"].isin(pd.unique(table["revision"]))] if boot is not None else None
+        ms = milestones(table, specs=specs, boot=sub)
+        if sub is None:  # the grid alone: from the revision before the first one reaching it
+            revs = revisions(table)
+            before = {r: revs["revision"].iloc[max(i - 1, 0)] for i, r in enumerate(revs["revision"])}
+            tok = dict(zip(revs["revision"], revs["tokens_b"]))
+            ms = ms.assign(revision_hi=ms["revision"], tokens_b_hi=ms["tokens_b"],
+                           window_from_revision=[before.get(r) for r in ms["revision"]],
+                           window_from_tokens_b=[tok.get(before.get(r), np.nan) for r in ms["revision"]])
+            ms["window_tokens_b"] = ms["tokens_b_hi"] - ms["window_from_tokens_b"]
+        return ms.set_index(["panel", "milestone"])
+
+    a, b = windows(dev[dev["revision"].isin(list(grid))]), windows(dev)
+    rows = []
+    for key in a.index:
+        if pd.isna(a.loc[key, "window_tokens_b"]) or pd.isna(b.loc[key, "window_tokens_b"]):
+            continue
+        gw, fw = a.loc[key, "window_tokens_b"], b.loc[key, "window_tokens_b"]
+        rows.append({"panel": key[0], "milestone": key[1],
+                     "grid_window": f"{a.loc[key, 'window_from_revision']} → {a.loc[key, 'revision_hi']}",
+                     "refined_window": f"{b.loc[key, 'window_from_revision']} → {b.loc[key, 'revision_hi']}",
+                     "grid_width_tokens_b": gw, "refined_width_tokens_b": fw,
+                     "narrowing": gw / fw if fw > 0 else np.nan})
+    return pd.DataFrame(rows, columns=["panel", "milestone", "grid_window", "refined_window", "grid_width_tokens_b",
+                                       "refined_width_tokens_b", "narrowing"])

@@ -122,8 +122,12 @@ def _first_true(mask: np.ndarray) -> np.ndarray:
 
 def pr_lead(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float | None = None,
             heads: PanelHeads | None = None, rule: ElevationRule = "fraction-of-peak",
-            level: float = 0.5) -> pd.DataFrame:
+            level: float = 0.5, boot: pd.DataFrame | None = None) -> pd.DataFrame:
     """F5 lead: how many checkpoints PR becomes elevated before the head forms.
+
+    With `boot` (the records' bootstrap replicates) also formation_index_lo / _hi and lead_checkpoints_lo / _hi:
+    the heads are fixed to those the data select, their formation is re-decided on every replicate (PR is not
+    resampled); replicates in which a head never forms are left out of its interval.
 
     formation = first revision with selectivity >= threshold (class default: induction 50, previous-token 100,
     first-token 30). elevation = first revision where `pr_elevated(rule, level)` holds. lead_checkpoints =
@@ -132,6 +136,15 @@ def pr_lead(dev: pd.DataFrame, *, head_class: str = "induction", threshold: floa
     the final-revision circuit of the class at the threshold.
     Columns: panel, layer, head, name, head_class, formation_revision, formation_index, formation_tokens_b,
     elevation_revision, elevation_index, elevation_tokens_b, lead_checkpoints, lead_token_ratio, rule, level."""
+    if boot is not None:
+        from circuitdev.analysis import uncertainty
+
+        tau = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
+        chosen = _select_heads(dev, heads, head_class, tau)
+        fixed = {p: [(int(l), int(h)) for l, h in zip(g["layer"], g["head"])] for p, g in chosen.groupby("panel")}
+        return uncertainty.with_intervals(dev, boot, lambda d: pr_lead(
+            d, head_class=head_class, threshold=tau, heads=fixed, rule=rule, level=level),
+            columns=["formation_index", "lead_checkpoints"])
     return _leads(dev, head_class=head_class, threshold=threshold, heads=heads, settings=[(rule, level)])
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from circuitdev.analysis.pr_lead import ElevationRule
 from circuitdev.book.chapter import Chapter, chapter, value_of
-from circuitdev.book.display import fmt_pct, fmt_tokens, fmt_tokens_b
+from circuitdev.book.display import fmt_interval, fmt_pct, fmt_tokens, fmt_tokens_b, with_interval_text
 from circuitdev.book.tiers import ModelSource, TierName
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import AblationMode, HeadClass
@@ -22,4 +22,5 @@ from circuitdev.schema import AblationMode, HeadClass
 Source = TierName  # a page's `sources`: which tiers it shows
 Rule = CountingRule  # per-class (the paper's counting) or best-class
 
-__all__ = ["Chapter", "chapter", "value_of", "fmt_pct", "fmt_tokens", "fmt_tokens_b", "Source", "Rule", "ModelSource", "AblationMode", "HeadClass", "ElevationRule"]
+__all__ = ["Chapter", "chapter", "value_of", "fmt_interval", "fmt_pct", "fmt_tokens", "fmt_tokens_b",
+           "with_interval_text", "Source", "Rule", "ModelSource", "AblationMode", "HeadClass", "ElevationRule"]

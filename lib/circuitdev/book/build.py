@@ -88,13 +88,16 @@ def _under(base: Path, value: Any, default: str) -> Path:
 
 def config_panels(config: dict[str, Any], *, base: Path | None = None) -> dict[str, str | None]:
     """The panels a build probes, in order: {name: panel file (None for a toy panel, whose file the toy training
-    writes)} -- the toy panels of `toy_families`, then `real_panels`, then `panels` (names or YAML files)."""
+    writes)} -- the toy panels of `toy_families` (and of each seed of `toy_seeds` > 0: `<panel>-s<seed>`), then
+    `real_panels`, then `panels` (names or YAML files)."""
     from circuitdev.sources.panels import find_panel_file, load_panel
     from circuitdev.toy.recipe import PANEL_NAMES
 
     base = Path(base or Path.cwd())
     data = _under(base, config.get("data_dir"), "data")
-    out: dict[str, str | None] = {PANEL_NAMES[f]: None for f in config.get("toy_families") or []}
+    seeds = [int(s) for s in (config.get("toy_seeds") or [0])]
+    out: dict[str, str | None] = {PANEL_NAMES[f] + (f"-s{s}" if s else ""): None
+                                  for s in seeds for f in config.get("toy_families") or []}
     for entry in [*(config.get("real_panels") or []), *(config.get("panels") or [])]:
         local = data / "panels" / f"{entry}.yaml"  # a name: <data_dir>/panels first, then the package's data
         given = _under(base, entry, entry)

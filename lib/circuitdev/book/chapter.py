@@ -11,6 +11,9 @@ The `Chapter` it returns draws and quotes:
     ch.glue_frame(shape, {"final_pct": "{:.1f}%"})   # {glue:text}`f2-pub-olmo-final-pct`, `f2-toy-toy-pythia-...`
     ch.glue_list("toy-final", shape, "final_pct", "{:.1f}%", tier="toy")   # "toy-pythia 6.2%, toy-olmo 6.2%"
     ch.paper_vs_data("F2")                            # the paper's numbers beside the authors' data
+    frac = ch.apply(findings.bos_fraction, intervals=True)  # + bos_fraction_lo / _hi where a tier has replicates
+    ch.glue_bootstrap()                               # {glue:text}`f2-boot`: "200 resamples of the 500 sequences ..."
+    ch.seed_spread(findings.bos_fraction, "bos_fraction")   # across the toy seed replicas, when probed
 
 Glue keys are `<prefix>-<key>`, prefix = the page name up to its first "_" ("f2"). Rows of `glue_frame` are keyed
 `<tier>-<panel>-<column>` with the tiers shortened to pub / toy / measured, the published models to pythia / olmo /
@@ -64,6 +67,26 @@ class Chapter:
         if not tier.present:
             display.note(tier.note, title="No data for this page")
         return tier
+
+    def seed_spread(self, fn: Callable[..., pd.DataFrame], column: str, *, fmt: str = "{:g}",
+                    **kwargs) -> pd.DataFrame:
+        """Across the seed replicas of each toy panel (`<panel>-s<seed>`, probed when the build's `toy_seeds` lists
+        more than seed 0), the spread of `column` of `fn(table, **kwargs)` at the final revision: tier, panel,
+        seeds, values (each in `fmt`), min, max, spread. Empty when no tier has replicas."""
+        from circuitdev.analysis.findings import seed_spread
+
+        out = seed_spread(self.apply(fn, replicas=True, **kwargs), column, fmt=fmt) if any(
+            t.replicas is not None for t in self.tiers.present) else pd.DataFrame()
+        return out.assign(tier="toy")[["tier", *out.columns]] if len(out) else \
+            pd.DataFrame(columns=["tier", "panel", "seeds", "values", "min", "max", "spread"])
+
+    def glue_bootstrap(self) -> None:
+        """Glue `<prefix>-boot`: how the record tiers' intervals were made ("200 resamples of the 500 sequences of
+        the probe batch"), or that this build has no bootstrap replicates."""
+        sizes = sorted({(int(c.get("n_boot", 0)), int(c.get("n", 0))) for t in self.tiers.present
+                        if t.boot is not None for c in t.probe_configs.values() if c.get("n_boot")})
+        text = "; ".join(f"{b} resamples of the {n} sequences of the probe batch" for b, n in sizes)
+        self.glue("boot", text or None, absent="no bootstrap replicates in this build (records probed with n_boot = 0)")
 
     @property
     def paper(self):

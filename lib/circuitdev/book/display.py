@@ -48,6 +48,26 @@ def fmt_pct(fraction: float, decimals: int = 1) -> str:
     return "n/a" if is_missing(fraction) else f"{100 * float(fraction):.{decimals}f}%"
 
 
+def fmt_interval(value: Any, lo: Any, hi: Any, fmt: str | Callable[[Any], str] = "{:.3g}") -> str:
+    """A value with its 95% interval: "29.9 (95% interval 27.1–33.3)"; the value alone when the interval is missing
+    (a tier without per-sequence data), "n/a" when the value is."""
+    if is_missing(value):
+        return "n/a"
+    text = format_value(value, fmt)
+    if is_missing(lo) or is_missing(hi):
+        return text
+    return f"{text} (95% interval {format_value(lo, fmt)}–{format_value(hi, fmt)})"
+
+
+def with_interval_text(frame: pd.DataFrame, column: str, fmt: str | Callable[[Any], str] = "{:.3g}", *,
+                       name: str | None = None) -> pd.DataFrame:
+    """`frame` with a text column (`<column>_ci`, or `name`) reading "value (95% interval lo–hi)" from `column` and
+    its `_lo` / `_hi` columns (the value alone where they are missing), for glue and tables."""
+    lo, hi = (frame[f"{column}_{e}"] if f"{column}_{e}" in frame.columns else [None] * len(frame) for e in ("lo", "hi"))
+    texts = [fmt_interval(v, a, b, fmt) for v, a, b in zip(frame[column], lo, hi)]
+    return frame.assign(**{name or f"{column}_ci": texts})
+
+
 def format_value(value: Any, fmt: str | Callable[[Any], str] = "{}", *, absent: str = "n/a") -> str:
     """`value` as prose text: `fmt` is a format string or a function; a missing value gives `absent`."""
     if is_missing(value):

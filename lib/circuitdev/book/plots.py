@@ -8,7 +8,9 @@ and returns a matplotlib Figure; none of them computes a finding. Conventions:
   the toy's dense grid, starting at the first non-zero revision, with step 0 (initialisation) marked "init" apart;
   tokens are labelled k / M / B / T;
 - one colour per model family, the same in every figure (`panel_color`);
-- an empty input gives `placeholder(message)`, a figure that says what is missing, never a blank axis.
+- an empty input gives `placeholder(message)`, a figure that says what is missing, never a blank axis;
+- intervals: a figure whose input carries `<value>_lo` / `<value>_hi` (findings called with `boot=`, issue 14) draws
+  them as a band or error bars; rows without them (the published tier) are drawn as before.
 """
 
 from __future__ import annotations
@@ -185,6 +187,17 @@ def _title(fig: Figure, text: str) -> None:
     fig.suptitle(text, fontweight="bold")
 
 
+def _band(ax, x, g: pd.DataFrame, value: str, *, color: str, scale: float = 1.0, step: str | None = None) -> bool:
+    """Shade the 95% interval of `value` (columns <value>_lo / _hi) behind a line; False when there is none."""
+    lo, hi = f"{value}_lo", f"{value}_hi"
+    if lo not in g.columns or not g[lo].notna().any():
+        return False
+    ax.fill_between(x, scale * g[lo].astype(float), scale * g[hi].astype(float), color=color, alpha=0.18, lw=0,
+                    step=step, zorder=1)
+    return True
+
+
+
 # ---------------------------------------------------------------------------------------------- per-model screen
 
 
@@ -255,6 +268,73 @@ def bos_layer_heatmaps(layers: pd.DataFrame, *, threshold: float = 30.0, floor_l
     return fig
 
 
+def floor_margin(margin: pd.DataFrame, *, threshold: float = 30.0, floor_layers: Sequence[int] = (0, 1)) -> Figure:
+    """F1, how close the floor comes to the bar: the largest first-token selectivity in the floor layers at every
+    revision, one line per model, one column per tier, with its 95% bootstrap interval as error bars where the
+    tier has one. `margin`: findings.floor_margin + tier."""
+    margin = margin[margin["value"].notna()] if len(margin) else margin
+    if margin.empty:
+        return placeholder("No floor-layer heads in any tier.", title="The floor's largest sink score")
+    fig, axes, tiers = _tier_columns(margin, height=3.6, width=5.0, sharey=False)
+    colors = palette(list(pd.unique(margin["panel"])))
+    for ax, tier in zip(axes[0], tiers):
+        g = margin[margin["tier"] == tier].assign(tokens=lambda d: _tokens(d))
+        axis = TokenAxis.of(g["tokens"])
+        for panel, gp in g.groupby("panel", sort=False):
+            x, v = axis.x(gp["tokens"]), gp["value"].clip(lower=1e-2)
+            ax.plot(x, v, color=colors[panel], marker="o", ms=3, lw=1.4, label=panel)
+            if gp["value_lo"].notna().any():
+                err = np.vstack([(v - gp["value_lo"].clip(lower=1e-2)).clip(lower=0), (gp["value_hi"] - v).clip(lower=0)])
+                ax.errorbar(x, v, yerr=err, fmt="none", ecolor=colors[panel], elinewidth=1, capsize=2, alpha=0.8)
+        ax.axhline(threshold, color="#d62728", lw=1, ls=":")
+        ax.annotate(f"{threshold:g}× bar", (0.99, threshold), xycoords=("axes fraction", "data"), fontsize=7,
+                    color="#d62728", va="bottom", ha="right")
+        ax.set_yscale("log")
+        plain_log_ticks(ax)
+        axis.apply(ax)
+        ax.set_ylabel(f"top first-token sel., layers {', '.join(map(str, floor_layers))} (×)")
+        ax.set_title(TIER_TITLES.get(tier, tier), fontsize=10)
+        ax.legend(fontsize=7, loc="upper left")
+    _title(fig, "How close the floor layers come to the sink bar (error bars: 95% bootstrap interval)")
+    return fig
+
+
+def refined_trajectory(refined: pd.DataFrame, grid: pd.DataFrame, *, value: str, ylabel: str, title: str,
+                       window: tuple[float, float] | None = None, refined_window: tuple[float, float] | None = None,
+                       scale: float = 1.0) -> Figure:
+    """A per-revision quantity on the refined revision grid (line, markers, 95% band) beside the default grid
+    (dashed), over all of training (left) and zoomed on the event (right); shaded: the event's window on the default
+    grid (light) and after refinement (dark). `refined` / `grid`: one panel's rows (tokens_b, value[, _lo / _hi],
+    refined: bool); windows in tokens_b."""
+    if refined.empty:
+        return placeholder("No records for this panel.", title=title)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    zoom = window or (refined["tokens_b"].min(), refined["tokens_b"].max())
+    pad = 0.35 * (zoom[1] - zoom[0])
+    for ax, sel in zip(axes, (None, (zoom[0] - pad, zoom[1] + pad))):
+        part = refined if sel is None else refined[refined["tokens_b"].between(*sel)]
+        base = grid if sel is None else grid[grid["tokens_b"].between(*sel)]
+        axis = TokenAxis.of(_tokens(part))
+        x = axis.x(_tokens(part))
+        ax.plot(axis.x(_tokens(base)), scale * base[value], color="#7f7f7f", ls="--", marker="o", ms=4, lw=1,
+                label="default grid", zorder=2)
+        ax.plot(x, scale * part[value], color="#1f77b4", lw=1.6, label="refined grid", zorder=3)
+        new = part["refined"].to_numpy(dtype=bool)
+        ax.scatter(x[new], scale * part.loc[new, value], marker="D", s=30, color="#d62728", zorder=4,
+                   label="added by refinement")
+        _band(ax, x, part, value, color="#1f77b4", scale=scale)
+        for win, shade in ((window, 0.12), (refined_window, 0.3)):
+            if win is not None:
+                ax.axvspan(*axis.x([win[0] * 1e9, win[1] * 1e9]), color="#ff7f0e", alpha=shade, lw=0, zorder=0)
+        axis.apply(ax)
+        ax.set_ylabel(ylabel)
+        ax.set_title("all of training" if sel is None else "zoomed on the event (shaded: its window, before → "
+                     "after)", fontsize=9)
+    axes[0].legend(fontsize=7, loc="upper left")
+    _title(fig, title)
+    return fig
+
+
 def bos_fraction_lines(frac: pd.DataFrame, *, threshold: float = 30.0) -> Figure:
     """F2: whole-model BOS fraction (%) against training tokens, one line per model, one column per tier.
     `frac`: findings.bos_fraction + tier."""
@@ -266,6 +346,8 @@ def bos_fraction_lines(frac: pd.DataFrame, *, threshold: float = 30.0) -> Figure
         g = frac[frac["tier"] == tier].assign(tokens=lambda d: _tokens(d), pct=lambda d: 100 * d["bos_fraction"])
         axis = TokenAxis.of(g["tokens"])
         sns.lineplot(g.assign(x=axis.x(g["tokens"])), x="x", y="pct", hue="panel", palette=colors, marker="o", ax=ax)
+        for p, gp in g.groupby("panel", sort=False):  # 95% bootstrap bands where the tier has them (the caption says)
+            _band(ax, axis.x(gp["tokens"]), gp, "bos_fraction", color=colors[p], scale=100)
         axis.apply(ax)
         ax.set_ylabel(f"heads with first-token ≥ {threshold:g}× (%)")
         ax.set_ylim(-2, 100)
@@ -324,6 +406,11 @@ def milestone_timeline(ms: pd.DataFrame, gaps: pd.DataFrame | None = None, *,
         for off, (name, (marker, color, label)) in zip(offsets, _MILESTONE_STYLE.items()):
             hit = g[(g["milestone"] == name) & g["tokens"].notna()]
             y = np.array([ypos[p] for p in hit["panel"]], dtype=float) + off
+            if "window_from_tokens_b" in hit.columns:  # the stretch in which the milestone is first reached (95%)
+                win = hit["window_from_tokens_b"].notna() & hit["tokens_b_hi"].notna()
+                for y0, a, b in zip(y[win.to_numpy()], hit.loc[win, "window_from_tokens_b"], hit.loc[win, "tokens_b_hi"]):
+                    ax.plot(axis.x([a * 1e9, b * 1e9]), [y0, y0], color=color, lw=1.6, zorder=2,
+                            marker="|", markersize=7)
             ax.scatter(axis.x(hit["tokens"]), y, marker=marker, color=color, s=38,
                        edgecolor="black", linewidth=0.4, label=label, zorder=3)
         ax.set_yticks(range(len(panels)), panels)
@@ -361,6 +448,7 @@ def recall_curves(recall: pd.DataFrame, *, threshold: float = 50.0) -> Figure:
             x = axis.x(gp["tokens"])
             ax.step(x, gp["pct"], where="post", color=colors[panel], lw=2, label=f"{panel} ({n} heads)")
             ax.scatter(x, gp["pct"], color=colors[panel], s=16, zorder=3)
+            _band(ax, x, gp, "recall", color=colors[panel], scale=100, step="post")
         for level in (100 / 3, 200 / 3, 100):
             ax.axhline(level, color="grey", lw=0.7, ls=":")
         axis.apply(ax)

@@ -5,6 +5,9 @@
 - "measured": records of real models probed here.
 
 A tier that has no data is never an error: `Tier.note` says why and how to add it, and the page shows it as a note.
+A record tier also carries its records' bootstrap replicates (`Tier.boot`, for intervals: `Tiers.apply(...,
+intervals=True)`) and, for the toy panel, its seed replicas (`Tier.replicas`: panels `<panel>-s<seed>` trained by
+`circuitdev toy train --seeds`), which stay out of its main table so that every figure shows one model per family.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ class Tier:
     configs: dict[str, str] = field(default_factory=dict)  # panel -> probe configuration hash
     probe_configs: dict[str, dict] = field(default_factory=dict)  # panel -> the records' ProbeConfig fields
     commits: set[str] = field(default_factory=set)  # git commits that computed the records
+    boot: pd.DataFrame | None = None  # bootstrap replicates of the records (load_boot_replicates); None: none
+    replicas: pd.DataFrame | None = None  # developmental table of the seed replicas (<panel>-s<seed>); None: none
 
     @property
     def present(self) -> bool:
@@ -71,11 +76,17 @@ class Tiers:
         return t if t is not None and t.present else None
 
     def apply(self, fn: Callable[..., pd.DataFrame], *args, tiers: Sequence[str] | None = None,
-              **kwargs) -> pd.DataFrame:
+              intervals: bool = False, replicas: bool = False, **kwargs) -> pd.DataFrame:
         """`fn(table, *args, **kwargs)` on every present tier (or `tiers`), concatenated with a `tier` column first.
-        Use it for any findings function: `tiers.apply(findings.bos_fraction, threshold=30)`."""
-        frames = [fn(t.table, *args, **kwargs).assign(tier=t.name) for t in self.present
-                  if tiers is None or t.name in tiers]
+        Use it for any findings function: `tiers.apply(findings.bos_fraction, threshold=30)`. intervals=True passes
+        each tier's bootstrap replicates as `boot=` where it has them (the findings then add `_lo` / `_hi`
+        columns); replicas=True appends the tier's seed replicas to its table (for `findings.seed_spread`)."""
+        def table(t: Tier) -> pd.DataFrame:
+            return pd.concat([t.table, t.replicas], ignore_index=True) if replicas and t.replicas is not None \
+                else t.table
+
+        frames = [fn(table(t), *args, **kwargs, **({"boot": t.boot} if intervals and t.boot is not None else {}))
+                  .assign(tier=t.name) for t in self.present if tiers is None or t.name in tiers]
         frames = [f for f in frames if len(f)]
         if not frames:
             return pd.DataFrame(columns=["tier"])
@@ -118,6 +129,19 @@ def load_published_tier(published_dir: Path | None) -> Tier:
                 configs={p: f"{h} (the authors' run ≙ paper defaults)" for p in pd.unique(data.table["panel"])})
 
 
+def _load_boot(results_dir: Path, panels: Sequence[str], revisions: Sequence[str] | None) -> pd.DataFrame | None:
+    from circuitdev.sources.store import load_boot_replicates
+
+    frames = []
+    for panel in panels:
+        try:
+            frames.append(load_boot_replicates(results_dir, panel, revisions=list(revisions) if revisions else None))
+        except (CircuitdevError, OSError):
+            continue
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
 def _load_records(results_dir: Path, panels: list[str], revisions: Sequence[str] | None
                   ) -> tuple[dict[str, pd.DataFrame], list[str]]:
     from circuitdev.sources.store import load_panel_table
@@ -155,15 +179,26 @@ def load_tiers(sources: Sequence[str] = TIERS, *, published_dir: Path | None, re
             if tier not in sources:
                 continue
             mine = {p: t for p, t in tables.items() if (t["source"].iloc[0] == "toy") == (tier == "toy")}
+            copies = {p: t for p, t in mine.items() if _is_seed_replica(p, mine)}  # <panel>-s<seed>: beside it
+            mine = {p: t for p, t in mine.items() if p not in copies}
             if mine:
                 out[tier] = Tier(tier, pd.concat(mine.values(), ignore_index=True),
                                  note=("Some records could not be used: " + "; ".join(problems)) if problems else "",
                                  configs={p: t.attrs.get("config_hash", "?") for p, t in mine.items()},
                                  probe_configs={p: dict(t.attrs.get("config") or {}) for p, t in mine.items()},
-                                 commits={c for t in mine.values() for c in _record_commits(root, t)})
+                                 commits={c for t in mine.values() for c in _record_commits(root, t)},
+                                 boot=_load_boot(root, list(mine), revisions),
+                                 replicas=pd.concat(copies.values(), ignore_index=True) if copies else None)
             else:
                 out[tier] = Tier(tier, note=_absent_records_note(tier, root, problems))
     return Tiers({s: out[s] for s in sources if s in out}, results_dir=root)
+
+
+def _is_seed_replica(panel: str, panels: dict) -> bool:
+    from circuitdev.analysis.findings import seed_of
+
+    base, seed = seed_of(panel)
+    return seed > 0 and base in panels
 
 
 def _sidecars(root: Path, table: pd.DataFrame):
@@ -215,6 +250,37 @@ def record_nulls(tiers: Tiers) -> pd.DataFrame:
                              "k_above": null["k_above_null_p99"]})
     return pd.DataFrame(rows, columns=["tier", "panel", "revision", "tokens_b", "n_nulls", "null_p99", "null_max",
                                        "real_max", "k_above"])
+
+
+@dataclass
+class PanelView:
+    """One record panel as the refinement page reads it: its table (refined revisions included), its bootstrap
+    replicates, the revisions of its panel file (the default grid) and the log of `circuitdev refine`."""
+
+    name: str
+    tier: str
+    table: pd.DataFrame
+    boot: pd.DataFrame | None
+    grid: list[str]
+    refined: pd.DataFrame
+
+
+def panel_view(tiers: Tiers, name: str) -> PanelView | None:
+    """`name` from the first present tier holding it, or None."""
+    from circuitdev.sources.panels import load_panel
+    from circuitdev.sources.store import refined_log
+
+    for t in tiers.present:
+        if name in t.panels:
+            table = t.table[t.table["panel"] == name].reset_index(drop=True)
+            boot = t.boot[t.boot["panel"] == name] if t.boot is not None else None
+            try:
+                grid = load_panel(name, resolve_hub=False).revision_names
+            except ConfigError:
+                grid = list(pd.unique(table["revision"]))
+            return PanelView(name, t.name, table, boot if boot is not None and len(boot) else None, grid,
+                             refined_log(tiers.results_dir, name))
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ one model panel

@@ -15,11 +15,15 @@ def register(subparsers) -> None:
         "doctor", help="check the environment: Python, packages, torch build (CPU/CUDA/MPS), kernel, disk",
         description="One line per check (ok / WARN / FAIL) with a fix under each warning or failure. "
                     "Exit status 0 when no check failed (warnings allowed), 2 when one did.")
+    p.add_argument("--workshop", action="store_true",
+                   help="also the workshop's checks: toy checkpoints present or trainable in time, session 2's live "
+                        "training, a 10-second probe, records, the authors' files, a Jupyter front end")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    results = doctor.run_checks(doctor.default_checks())
+    workshop = bool(getattr(args, "workshop", False))
+    results = doctor.run_checks(doctor.default_checks(workshop=True) if workshop else doctor.default_checks())
     width = max(len(r.name) for r in results)
     for r in results:
         print(f"{MARK[r.status]}  {r.name:<{width}}  {r.message}")

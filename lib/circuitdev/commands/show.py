@@ -16,6 +16,7 @@ examples:
   circuitdev show --panel toy-pythia --revision step2000          # the per-head table of one record
   circuitdev show --panel pythia-1b --revision step143000 --sort sel_induction --top 10
   circuitdev show --panel toy-olmo                                # one line per revision: head counts per class
+                                                                  # (revisions added by `circuitdev refine` marked)
   circuitdev show data/results/toy-olmo/step0.parquet --sidecar   # a record file and its metadata
   circuitdev show --panel toy-olmo --revision step0 --format csv > step0.csv
 
@@ -55,7 +56,7 @@ def run(args) -> int:
     from circuitdev.errors import ConfigError, DataError
     from circuitdev.sources.panels import load_panel
     from circuitdev.paths import results_dir as default_results_dir
-    from circuitdev.sources.store import load_panel_table, read_record
+    from circuitdev.sources.store import load_panel_table, read_record, refined_revisions, with_refined
 
     if args.record is not None:
         if args.panel or args.revision:
@@ -66,14 +67,18 @@ def run(args) -> int:
         results, panel_name, revision = path.parent.parent, path.parent.name, path.stem
     elif args.panel:
         results = args.out or default_results_dir()
-        panel = load_panel(args.panel, resolve_hub=False)
+        panel = with_refined(load_panel(args.panel, resolve_hub=False), results)
         panel_name = panel.name
         revision = panel.revision(args.revision).name if args.revision else None
         if revision is None:
             if args.sidecar:
                 raise ConfigError("--sidecar needs a --revision")
             table = load_panel_table(results, panel, on_missing="skip")
-            return _emit(revision_summary(table), args, pd)
+            summary = revision_summary(table)
+            refined = {r.name for r in refined_revisions(results, panel.name)}
+            if refined:  # the revisions `circuitdev refine` added to the panel's own grid
+                summary.insert(2, "refined", summary["revision"].isin(refined).map({True: "yes", False: ""}))
+            return _emit(summary, args, pd)
     else:
         raise ConfigError("say what to show: a record FILE, or --panel NAME [--revision R]")
 

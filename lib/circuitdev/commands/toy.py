@@ -18,14 +18,23 @@ def register(subparsers) -> None:
 
     t.add_argument("--family", action="append", choices=FAMILIES,
                    help="family to train (repeatable); default: all three")
-    t.add_argument("--preset", default="default", help="named recipe: default (the toy-* panels) or nobos "
-                   "(no BOS, no backcopy windows: induction heads without sinks; panels toy-*-nobos)")
+    t.add_argument("--preset", default="default", help="named recipe: default (the toy-* panels), nobos "
+                   "(no BOS, no backcopy windows: induction heads without sinks; panels toy-*-nobos) or mini "
+                   "(3 layers, 1,500 steps: induction heads in about a minute per family, for the workshop; "
+                   "panels toy-*-mini, e.g. --preset mini --family gpt_neox)")
     t.add_argument("--seed", type=int, default=None, help="recipe seed (corpus, data order, init)")
+    t.add_argument("--seeds", type=int, nargs="+", metavar="S", default=None,
+                   help="train independent replicas, one per seed: seed 0 keeps the panel names (toy-pythia ...), "
+                   "seed s > 0 gets panels <name>-s<s> (toy-pythia-s1 ...); e.g. --seeds 0 1 2")
     t.add_argument("--steps", type=int, default=None, help="training steps (the checkpoint grid scales with it)")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override any ToyRecipe field, value parsed as JSON (e.g. --set d_model=32)")
     t.add_argument("--data-dir", type=Path, default=None, help="data folder (default: the repository's data/)")
     t.add_argument("--jobs", type=int, default=None, help="parallel training processes (default: min(3, CPUs))")
+    t.add_argument("--threads", type=int, default=None,
+                   help="torch threads per training process (default: all cores when one process trains one family "
+                   "of the mini preset, else 1 per process; the thread count changes torch's float results, so the "
+                   "other presets keep the 1 thread their panels were trained with)")
     t.add_argument("--force", action="store_true", help="retrain even if matching checkpoints exist")
     t.add_argument("--no-progress", action="store_true", help="no progress bars")
     t.set_defaults(func=_train)
@@ -60,17 +69,38 @@ def recipe_from_args(args):
     return type(PRESETS[args.preset]).from_dict({**base, **changes})
 
 
+def default_threads(preset: str, n_runs: int, jobs: int | None) -> int:
+    """`--threads` unset: all cores for an ALL_CORES_PRESETS preset when its runs (seed x family) train one after
+    another in one process (one run, or jobs=1), else 1 per process."""
+    import os
+
+    from circuitdev.toy.recipe import ALL_CORES_PRESETS
+
+    if preset not in ALL_CORES_PRESETS or (n_runs > 1 and (jobs is None or jobs > 1)):
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def _train(args) -> int:
     from circuitdev.toy import FAMILIES, train_all
 
+    from circuitdev.errors import ConfigError
+
     recipe = recipe_from_args(args)
     families = tuple(args.family or FAMILIES)
+    if args.seeds and args.seed is not None:
+        raise ConfigError("give --seed (one recipe seed, the usual panel names) or --seeds (replicas), not both")
+    recipes = [recipe.replace(seed=s, panel_suffix=recipe.panel_suffix + (f"-s{s}" if s else ""))
+               for s in dict.fromkeys(args.seeds)] if args.seeds else [recipe]
+    if args.threads is not None and args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    threads = args.threads or default_threads(args.preset, len(families) * len(recipes), args.jobs)
     t0 = time.time()
-    results = train_all(recipe, families, args.data_dir, jobs=args.jobs, progress=not args.no_progress,
-                        force=args.force)
+    results = train_all(recipes, families, args.data_dir, jobs=args.jobs, progress=not args.no_progress,
+                        force=args.force, threads=threads)  # every (seed, family) run in one pool
     for r in results:
         how = "reused" if r["reused"] else f"trained in {r['seconds']:.0f}s, final loss {r['final_loss']:.3f}"
         print(f"{r['panel']}: {how}")
-    print(f"toy panel ready (recipe {recipe.recipe_hash()}) in {time.time() - t0:.0f}s wall; "
+    print(f"toy panel ready (recipe {', '.join(r.recipe_hash() for r in recipes)}) in {time.time() - t0:.0f}s wall; "
           f"probe with `circuitdev probe --panel {results[0]['panel']}`")
     return 0

@@ -18,7 +18,7 @@ from circuitdev.schema import BOS_THRESHOLD, CLASS_THRESHOLD, INDUCTION_THRESHOL
 _NOT_HASHED = {"batch_size", "device"}
 # Fields added after records were stored: left out of the hash while they hold this value, so every record probed
 # before the field existed keeps its hash (add new result-changing fields here with their neutral default).
-_HASH_NEUTRAL = {"first_token_id": None}
+_HASH_NEUTRAL = {"first_token_id": None, "n_boot": 0}
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,10 @@ class ProbeConfig:
     # --- null calibration (method reference §3): random non-target positions instead of B
     n_nulls: int = 20  # the authors' default; their reported runs used 500
     null_seed: int = 2026
+    # --- bootstrap over the batch's sequences (measure.bootstrap): B resamples give every selectivity a 95% interval
+    # (sel_<class>_lo / _hi) and a replicate file beside the record; 0 turns it off (and keeps the pre-bootstrap hash)
+    n_boot: int = 200
+    boot_seed: int = 0  # numpy.random.default_rng seed of the resamples (irrelevant, and not hashed, when n_boot = 0)
     # --- execution (not hashed)
     batch_size: int = 8
     device: str | None = None
@@ -58,8 +62,9 @@ class ProbeConfig:
         for name in ("class_threshold", "induction_threshold", "prev_token_threshold", "bos_threshold"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be a positive selectivity ratio (e.g. 30.0), got {getattr(self, name)!r}")
-        if self.n_prefix < 0 or self.n_nulls < 0:
-            raise ConfigError(f"n_prefix and n_nulls must be >= 0, got {self.n_prefix}, {self.n_nulls}")
+        if self.n_prefix < 0 or self.n_nulls < 0 or self.n_boot < 0:
+            raise ConfigError(f"n_prefix, n_nulls and n_boot must be >= 0, got {self.n_prefix}, {self.n_nulls}, "
+                              f"{self.n_boot}")
         if self.n < 1 or self.n_pr < 1:
             raise ConfigError(f"n and n_pr must be >= 1, got n={self.n}, n_pr={self.n_pr}")
         first = self.first_token_id
@@ -90,4 +95,6 @@ class ProbeConfig:
         """12 hex digits over the fields that change results."""
         payload = {k: v for k, v in self.to_dict().items()
                    if k not in _NOT_HASHED and not (k in _HASH_NEUTRAL and v == _HASH_NEUTRAL[k])}
+        if self.n_boot == 0:  # no resamples: their seed changes nothing
+            payload.pop("boot_seed")
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from circuitdev.measure.batch import InductionBatch, induction_batch, repeated_batch
+from circuitdev.measure.bootstrap import bootstrap_selectivities, percentile_interval
 from circuitdev.measure.capture import Capture, as_token_tensor, capture, prefix_matching_scores, trace_layers
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.measure.families import Layout, family_of
@@ -20,6 +21,9 @@ from circuitdev.schema import HEAD_CLASSES, sel_column
 from circuitdev.measure.classify import circuit_memberships, classify
 from circuitdev.measure.screen import null_selectivity, selectivities
 from circuitdev.measure.spectral import head_prs, participation_ratios
+
+
+BOOT_ATTR = "boot_replicates"  # table.attrs key of the (B, 6, L, H) bootstrap replicates (classes in HEAD_CLASSES order)
 
 
 def batch_for(config: ProbeConfig) -> InductionBatch:
@@ -43,6 +47,17 @@ def head_table(cap: Capture, batch: InductionBatch, config: ProbeConfig) -> pd.D
     table = pd.DataFrame({"layer": layer, "head": head})
     for c in HEAD_CLASSES:
         table[sel_column(c)] = sel[c].reshape(-1)
+    replicates = None
+    if config.n_boot:  # 95% intervals from resampling the sequences (no forward pass: the query rows are captured)
+        t0 = time.perf_counter()
+        replicates = bootstrap_selectivities(
+            cap.attn_rows, batch, n_boot=config.n_boot, seed=config.boot_seed, baseline_size=config.baseline_size,
+            baseline_seed=config.baseline_seed, baseline_excludes_ab=config.baseline_excludes_ab,
+        )  # (B, 6, L, H)
+        for k, c in enumerate(HEAD_CLASSES):
+            lo, hi = percentile_interval(replicates[:, k], sel[c])
+            table[sel_column(c) + "_lo"], table[sel_column(c) + "_hi"] = lo.reshape(-1), hi.reshape(-1)
+        boot_s = time.perf_counter() - t0
     table = table.join(classify(table, threshold=config.class_threshold))
     table = table.join(
         circuit_memberships(
@@ -60,16 +75,21 @@ def head_table(cap: Capture, batch: InductionBatch, config: ProbeConfig) -> pd.D
     table["sel_first_token_allq"] = (mass_allq / base_allq.clamp(min=1e-8)).reshape(-1).numpy()
     table["mass_first_token_allq"] = mass_allq.reshape(-1).numpy()
     table["is_sink_gu"] = table["mass_first_token_allq"] > config.sink_rate_epsilon
+    if replicates is not None:  # not a column: the store writes them to the record's replicate file
+        table.attrs[BOOT_ATTR] = replicates
+        table.attrs["timings"] = {"boot_s": boot_s}
     return table
 
 
 def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, progress: bool = True) -> pd.DataFrame:
     """Screen every head of `model` (an eager-attention HF CausalLM) with `config`; one row per (layer, head).
 
-    Columns: layer, head, sel_<class> x6, best_class, best_selectivity, second_class, second_selectivity,
+    Columns: layer, head, sel_<class> x6, sel_<class>_lo / _hi x6 (95% bootstrap intervals; absent when
+    config.n_boot = 0), best_class, best_selectivity, second_class, second_selectivity,
     classification, in_induction_circuit, in_prev_token_circuit, is_bos, pr, mass_first_token,
     sel_first_token_allq, mass_first_token_allq, is_sink_gu, prefix_matching, null_induction_p99.
-    `table.attrs` holds timings and the whole-model null statistics (null_p99, null_max, real_max, k_above_null_p99).
+    `table.attrs` holds timings, the whole-model null statistics (null_p99, null_max, real_max, k_above_null_p99)
+    and, under BOOT_ATTR, the bootstrap replicates (B, 6, L, H) the intervals come from.
     """
     config = config or ProbeConfig()
     layout = family_of(model)
@@ -82,7 +102,8 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
     timings["capture_s"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     table = head_table(cap, batch, config)
-    timings["screen_s"] = time.perf_counter() - t1
+    timings["screen_s"] = time.perf_counter() - t1  # includes the bootstrap, also timed on its own (boot_s)
+    timings.update(table.attrs.pop("timings", {}))
     if config.n_prefix:
         t2 = time.perf_counter()
         rep = repeated_batch(config.n_prefix, config.seq_len, config.seed, config.vocab_range,

@@ -14,6 +14,8 @@ A panel file is YAML (the contract other modules rely on)::
     revisions:                           # ordered by training tokens (strictly increasing)
       - {name: step1, tokens: 2097152, step: 1}   # name = hub branch, or the sub-folder of a folder model
       ...
+    candidates:                          # optional: more checkpoints that exist but are not probed by default; the
+      - {name: step20, tokens: 20480}    # pool `circuitdev refine` draws from (the toy trainer lists its dense grid)
 
 `model` is a local folder when it starts with `/`, `./`, `../` or `~`, when it names an existing folder (relative to
 the panel file), or when it cannot be a hub id (more than one `/`). Otherwise it is a hub id.
@@ -54,7 +56,8 @@ PanelSource = Literal["probe", "toy"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # panel and revision names become file names
 _HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-_TOP_KEYS = {"name", "model", "family", "dtype", "revisions", "probe", "tokens_per_step", "description", "source"}
+_TOP_KEYS = {"name", "model", "family", "dtype", "revisions", "probe", "tokens_per_step", "description", "source",
+             "candidates"}
 _REQUIRED = ("name", "model", "family", "dtype", "revisions")
 _REV_KEYS = {"name", "tokens", "step"}
 _LOG_SPACED_KEYS = {"log_spaced", "min_step", "max_step", "pattern"}
@@ -86,6 +89,7 @@ class Panel:
     source: PanelSource = "probe"
     probe: dict[str, Any] = field(default_factory=dict)  # ProbeConfig defaults of this panel
     path: Path | None = None  # the panel file it was read from
+    candidates: tuple[Revision, ...] = ()  # further checkpoints `circuitdev refine` may add (not probed by default)
 
     def revision(self, name: str) -> Revision:
         for rev in self.revisions:
@@ -105,6 +109,15 @@ class Panel:
             return self.revisions
         wanted = {self.revision(n).name for n in names}
         return tuple(r for r in self.revisions if r.name in wanted)
+
+    def with_revisions(self, extra: "tuple[Revision, ...] | list[Revision]") -> "Panel":
+        """This panel with `extra` revisions merged in token order (those already listed, by name or by token count,
+        are skipped). `sources.store.with_refined` uses it for the revisions `circuitdev refine` added."""
+        names, tokens = set(self.revision_names), {r.tokens for r in self.revisions}
+        new = [r for r in extra if r.name not in names and r.tokens not in tokens]
+        if not new:
+            return self
+        return Panel(**{**self.__dict__, "revisions": tuple(sorted((*self.revisions, *new), key=lambda r: r.tokens))})
 
     def revision_path(self, revision: str | Revision) -> Path:
         """Folder of a revision's `save_pretrained` checkpoint (folder panels only)."""
@@ -139,6 +152,9 @@ class Panel:
             {"name": r.name, "tokens": r.tokens, **({"step": r.step} if r.step is not None else {})}
             for r in self.revisions
         ]
+        if self.candidates:
+            d["candidates"] = [{"name": r.name, "tokens": r.tokens, **({"step": r.step} if r.step is not None else {})}
+                               for r in self.candidates]
         return d
 
 
@@ -256,6 +272,11 @@ def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resol
     else:
         raise ConfigError(f"{where}: revisions must be a list of {{name, tokens}} or {{log_spaced: N}}")
     _check_revisions(revisions, where, allow_empty=isinstance(revs_raw, dict) and not resolve_hub)
+    cands_raw = raw.get("candidates") or []
+    if not isinstance(cands_raw, list):
+        raise ConfigError(f"{where}: candidates must be a list of {{name, tokens}} like revisions")
+    candidates = tuple(_parse_revision(r, i, tokens_per_step, f"{where}: candidates") for i, r in enumerate(cands_raw))
+    _check_revisions(candidates, f"{where}: candidates", allow_empty=True)
     return Panel(
         name=name,
         model=model,
@@ -267,6 +288,7 @@ def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resol
         description=str(raw.get("description") or "").strip(),
         source=source,  # type: ignore[arg-type]
         probe=dict(probe),
+        candidates=candidates,
     )
 
 

@@ -27,7 +27,9 @@ from circuitdev.schema import INDUCTION_THRESHOLD
 from circuitdev.sources.loading import free_memory, load_revision, resolve_device
 from circuitdev.sources.panels import Panel, load_panel
 from circuitdev.sources.store import (RecordPaths, archive_record, clean_temp_files, record_paths, record_status,
-                                      restore_record, write_record)
+                                      restore_record, with_refined, write_record)
+
+BOOT_ATTR = "boot_replicates"  # = circuitdev.measure.probe.BOOT_ATTR (not imported here: that module loads torch)
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ def probe_panel(
     probe_fn: Callable | None = None,
     log: Callable[[str], None] | None = None,
 ) -> list[RunResult]:
-    """Probe the panel's revisions (all, or `revisions`) and store one record each; skip complete records.
+    """Probe the panel's revisions (all -- the refined ones `circuitdev refine` added included --, or `revisions`)
+    and store one record each (with its bootstrap replicate file when config.n_boot > 0); skip complete records.
 
     config: a ProbeConfig, or None for the panel's defaults (`Panel.probe_config`); `device` / `dtype` override
     it. Resume-safe: an interrupted run keeps every record it finished; re-running computes only what is missing,
@@ -63,12 +66,12 @@ def probe_panel(
 
     import transformers  # noqa: F401  (imported here so that load_s times the load, not the import)
 
-    panel = load_panel(panel)
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    panel = with_refined(load_panel(panel), root)
     fields = {} if config is None else ProbeConfig.to_dict(config)
     fields.update({k: v for k, v in {"device": device, "dtype": dtype}.items() if v is not None})
     cfg = panel.probe_config(**fields)  # panel defaults <- config <- device/dtype; dtype resolved before hashing
     key = cfg.config_hash()
-    root = Path(results_dir) if results_dir is not None else default_results_dir()
     say = log or (lambda msg: None)
     results: list[RunResult] = []
     revs = panel.select(revisions)
@@ -101,6 +104,7 @@ def probe_panel(
         if big:  # a full collection costs ~0.5 s; only worth it when a real model's memory is at stake
             free_memory()
         t_probe = time.perf_counter() - t0 - t_load
+        replicates = table.attrs.pop(BOOT_ATTR, None)  # (B, 6, L, H) -> the record's replicate file
         attrs = dict(table.attrs)
         meta = {
             "device": str(dev),
@@ -112,7 +116,7 @@ def probe_panel(
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(),
         }
-        paths = write_record(root, panel, rev, table, config=cfg, meta=meta)
+        paths = write_record(root, panel, rev, table, config=cfg, meta=meta, replicates=replicates)
         results.append(RunResult(rev.name, "computed", paths, reason, time.perf_counter() - t0))
     return results
 

@@ -27,7 +27,8 @@ from circuitdev.errors import ConfigError
 # The toy panel of each family of the paper (the names other code and the book rely on).
 PANEL_NAMES = {"gpt_neox": "toy-pythia", "olmo": "toy-olmo", "olmoe": "toy-olmoe"}
 FAMILIES = tuple(PANEL_NAMES)
-_NOT_HASHED = {"panel_suffix"}  # naming only
+# naming, and extra checkpoints that change no weight: a recipe differing only there reuses a panel's checkpoints
+_NOT_HASHED = {"panel_suffix", "dense_every"}
 CORPUS_FORMAT = 2  # bump when the generator or the tokenizer's special tokens change
 
 
@@ -89,6 +90,9 @@ class ToyRecipe:
     phases: tuple[tuple[float, Mixture], ...] = ((0.3, Mixture()),)
     # --- checkpoints: steps saved (always including 0 and `steps`); None = `default_grid(steps)`
     checkpoint_steps: tuple[int, ...] | None = None
+    # --- a dense grid of further checkpoints (every `dense_every` steps; 0: none), saved beside the probed ones and
+    # listed as the panel's `candidates:` -- the pool `circuitdev refine` draws from. Saving changes no weight.
+    dense_every: int = 10
     # --- probe defaults written to the panel file (ProbeConfig field names)
     probe_seq_len: int = 64
     probe_n: int = 500
@@ -133,7 +137,15 @@ class ToyRecipe:
         return (first_merge_id(), self.vocab_size)
 
     def grid(self) -> tuple[int, ...]:
-        return tuple(sorted(set(self.checkpoint_steps or default_grid(self.steps)) | {0, self.steps}))
+        # steps past `steps` (an explicit grid with a shortened run, e.g. `--steps` on the mini preset) are dropped
+        steps = set(self.checkpoint_steps or default_grid(self.steps))
+        return tuple(sorted({s for s in steps if 0 <= s <= self.steps} | {0, self.steps}))
+
+    def dense_grid(self) -> tuple[int, ...]:
+        """The extra checkpoints: every `dense_every` steps that is not on `grid()` (empty when dense_every = 0)."""
+        if self.dense_every <= 0:
+            return ()
+        return tuple(s for s in range(self.dense_every, self.steps, self.dense_every) if s not in set(self.grid()))
 
     @property
     def trains_with_bos(self) -> bool:
@@ -214,4 +226,13 @@ PRESETS: dict[str, ToyRecipe] = {
     "nobos": ToyRecipe(mixture=Mixture(text=0.5, periodic=0.5, repeat=0.0, backcopy=0.0, bos=False),
                        phases=((0.3, Mixture(text=0.4, periodic=0.4, repeat=0.2, backcopy=0.0, bos=False)),),
                        panel_suffix="-nobos"),
+    # MINI
+    "mini": ToyRecipe(n_layer=3, steps=1500,
+                      phases=((0.3, Mixture(text=0.4, periodic=0.4, repeat=0.2, backcopy=0.0)),),
+                      checkpoint_steps=tuple(range(0, 1501, 150)), dense_every=0, panel_suffix="-mini"),
 }
+
+# Presets that `circuitdev toy train` runs on all cores when one process trains one family (`--threads` unset).
+# torch's float results depend on the thread count, so the other presets keep one thread per family: their
+# checkpoints stay bit-identical to the panels already trained (and shown in the book) with that recipe.
+ALL_CORES_PRESETS = frozenset({"mini"})

@@ -2,10 +2,12 @@
 
 Layout (data/toy/ is git-ignored):
     data/toy/_corpus/<corpus_hash>/{tokenizer.json, stream.npy}     shared by the three families of one seed
-    data/toy/<panel>/<revision>/{config.json, model.safetensors, tokenizer files}
+    data/toy/<panel>/<revision>/{config.json, model.safetensors, tokenizer files}   the grid and the dense grid
     data/toy/<panel>/recipe.json                                     the recipe and its hash (reuse check)
     data/panels/<panel>.yaml                                         model: ../toy/<panel>
-Re-running with the same recipe reuses every checkpoint; a changed recipe retrains that panel from scratch.
+Re-running with the same recipe reuses every checkpoint; a changed recipe retrains that panel from scratch, and so
+does a panel whose dense checkpoints (`ToyRecipe.dense_every`, the candidates of `circuitdev refine`) are missing --
+saving them changes no weight, so the grid's checkpoints come out the same.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -108,12 +111,20 @@ def _panel_ready(panel_dir: Path, recipe: ToyRecipe) -> bool:
     meta = panel_dir / "recipe.json"
     if not meta.exists() or json.loads(meta.read_text()).get("hash") != recipe.recipe_hash():
         return False
-    return all(_complete(panel_dir / revision_name(s)) for s in recipe.grid())
+    return all(_complete(panel_dir / revision_name(s)) for s in (*recipe.grid(), *recipe.dense_grid()))
 
 
 def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | None = None, *,
-                 progress: bool = True, position: int = 0, force: bool = False, threads: int = 1) -> dict:
-    """Train one family (or reuse its checkpoints) and write its panel file. Returns a summary dict."""
+                 progress: bool = True, position: int = 0, force: bool = False, threads: int = 1,
+                 on_log: Callable[[int, float], None] | None = None, log_every: int = 25) -> dict:
+    """Train one family (or reuse its checkpoints) and write its panel file. Returns a summary dict.
+
+    threads: torch's intra-op threads for this run. torch's float results depend on it, so a recipe gives
+    bit-identical checkpoints only at the same thread count (the shipped panels: 1 per family).
+    on_log: called every `log_every` steps with (step, mean training loss of the last `log_every` steps) -- e.g. to
+    draw a live loss curve in a notebook; it does not touch the training (the same checkpoints with or without it).
+    Not called when the checkpoints are reused.
+    """
     import torch
     from tqdm.auto import tqdm
 
@@ -130,6 +141,7 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
     panel = recipe.panel_name(family)
     panel_dir = data_dir / "toy" / panel
     grid = recipe.grid()
+    dense = set(recipe.dense_grid())  # extra checkpoints for `circuitdev refine`: saving them changes no weight
     if not force and _panel_ready(panel_dir, recipe):
         write_panel_file(family, recipe, data_dir)
         return {"panel": panel, "reused": True, "seconds": 0.0}
@@ -176,14 +188,16 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
         losses.append(float(out.loss.detach()))
         if step % 25 == 0:
             bar.set_postfix(loss=f"{np.mean(losses[-25:]):.3f}")
+        if on_log is not None and step % log_every == 0:
+            on_log(step, float(np.mean(losses[-log_every:])))
         bar.update(1)
-        if step in grid:
+        if step in grid or step in dense:
             save(step)
     bar.close()
     seconds = time.time() - t0
     write_atomic(panel_dir / "recipe.json", json.dumps(
         {"hash": recipe.recipe_hash(), "recipe": recipe.to_dict(), "family": family, "seconds": round(seconds, 1),
-         "final_loss": float(np.mean(losses[-50:])), "grid": list(grid)}, indent=1))
+         "final_loss": float(np.mean(losses[-50:])), "grid": list(grid), "dense": sorted(dense)}, indent=1))
     write_panel_file(family, recipe, data_dir)
     return {"panel": panel, "reused": False, "seconds": seconds, "final_loss": float(np.mean(losses[-50:]))}
 
@@ -204,34 +218,51 @@ def write_panel_file(family: str, recipe: ToyRecipe, data_dir: Path | None = Non
         "revisions": [{"name": revision_name(s), "tokens": int(s * recipe.tokens_per_step)} for s in recipe.grid()],
         "probe": recipe.probe_defaults(),
     }
+    if recipe.dense_grid():  # the dense checkpoints: not probed by default, the pool `circuitdev refine` draws from
+        doc["candidates"] = [{"name": revision_name(s), "tokens": int(s * recipe.tokens_per_step)}
+                             for s in recipe.dense_grid()]
     return write_atomic(data_dir / "panels" / f"{panel}.yaml",
                         yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
 
 
-def _worker(args) -> dict:
-    family, recipe_dict, data_dir, progress, position, force = args
+def _worker(args, on_log: Callable[[int, float], None] | None = None) -> dict:
+    family, recipe_dict, data_dir, progress, position, force, threads = args
     return train_family(family, ToyRecipe.from_dict(recipe_dict), Path(data_dir), progress=progress,
-                        position=position, force=force)
+                        position=position, force=force, threads=threads, on_log=on_log)
 
 
-def train_all(recipe: ToyRecipe | None = None, families: tuple[str, ...] = FAMILIES, data_dir: Path | None = None,
-              *, jobs: int | None = None, progress: bool = True, force: bool = False) -> list[dict]:
-    """Train the families in parallel processes (one thread each). jobs=None: min(families, CPUs)."""
-    recipe = recipe or ToyRecipe()
+def train_all(recipe: ToyRecipe | Sequence[ToyRecipe] | None = None, families: tuple[str, ...] = FAMILIES,
+              data_dir: Path | None = None, *, jobs: int | None = None, progress: bool = True, force: bool = False,
+              threads: int | None = None, on_log: Callable[[int, float], None] | None = None) -> list[dict]:
+    """Train the families in parallel processes (one thread each). jobs=None: min(runs, CPUs).
+
+    recipe: one recipe, or several (e.g. seed replicas, `circuitdev toy train --seeds`): every (recipe, family)
+    pair is one run, all in one pool. Results in recipe order, then family order.
+
+    threads: torch threads per training process (None: 1, the shipped panels' setting; see `train_family`).
+    on_log: `train_family`'s loss hook; only when the families train in this process (jobs=1 or one family), one
+    family after another, each from step 1 (in the order trained: OLMoE first).
+    """
+    recipes = [recipe or ToyRecipe()] if recipe is None or isinstance(recipe, ToyRecipe) else list(recipe)
     data_dir = Path(data_dir or default_data_dir())
     for f in families:
         if f not in CONFIG_BUILDERS:
             raise ConfigError(f"unknown toy family {f!r}; known: {', '.join(FAMILIES)}")
-    prepare_corpus(recipe, data_dir)  # once, before the workers
-    jobs = jobs or min(len(families), os.cpu_count() or 1)
+    for r in recipes:
+        prepare_corpus(r, data_dir)  # once per seed, before the workers
+    runs = [(r, f) for r in recipes for f in families]
+    jobs = jobs or min(len(runs), os.cpu_count() or 1)
     # slowest first (OLMoE's experts cost ~1.4x a dense step): with 2 workers the two dense runs share one worker
     # while OLMoE runs on the other, instead of OLMoE running alone at the end
-    order = sorted(families, key=lambda f: f != "olmoe")
-    tasks = [(f, recipe.to_dict(), str(data_dir), progress, i, force) for i, f in enumerate(order)]
-    if jobs <= 1:
-        results = [_worker(t) for t in tasks]
+    order = sorted(range(len(runs)), key=lambda i: runs[i][1] != "olmoe")
+    tasks = [(runs[i][1], runs[i][0].to_dict(), str(data_dir), progress, pos, force, threads or 1)
+             for pos, i in enumerate(order)]
+    if jobs <= 1 or len(tasks) == 1:  # in this process (the same training either way)
+        results = [_worker(t, on_log) for t in tasks]
+    elif on_log is not None:
+        raise ConfigError("on_log needs the families trained in this process: pass jobs=1 (or one family)")
     else:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as ex:
             results = list(ex.map(_worker, tasks))
-    by_family = dict(zip(order, results))
-    return [by_family[f] for f in families]
+    by_run = dict(zip(order, results))
+    return [by_run[i] for i in range(len(runs))]

@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 EXERCISE_PREFIX = "Exercise "
+# tqdm.auto warns at import in a kernel without ipywidgets (the sessions need none): import circuitdev.workshop first
+warnings.filterwarnings("ignore", message="IProgress not found")
 
 
 def setup(*, strict: bool = True, threads: int | None = None) -> None:
@@ -30,8 +33,6 @@ def setup(*, strict: bool = True, threads: int | None = None) -> None:
 
     strict: a failed check raises `checks.ExerciseFailed` (shown as its one-line verdict) so that "run all" stops at
     the exercise to fix. threads: torch's CPU threads (default: min(2, CPUs), what the timings were measured with)."""
-    import warnings
-
     from circuitdev.book import display
     from circuitdev.workshop import checks
 

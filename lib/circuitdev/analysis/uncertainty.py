@@ -1,0 +1,168 @@
+"""How sure is a finding: intervals of derived quantities from the probe's bootstrap replicates (issue 14).
+
+A probe with n_boot > 0 stores, beside each record, B replicates of every head's six selectivities, each computed on
+the same resample of the batch's sequences (`measure.bootstrap`, `sources.store.load_boot_replicates`). Replicate b
+of the whole developmental table is the table with every selectivity replaced by its b-th replicate; a findings
+quantity (a BOS fraction, a per-layer count, a circuit and its recall, a milestone revision) computed on each of the
+B tables gives B values from the same draws for every head, and their percentiles are its 95% interval. So every
+head's membership in a class or circuit is re-decided per replicate, exactly as the point value decides it.
+
+    reps = Replicates.align(dev, boot)                  # (B, rows) per selectivity column, aligned to dev's rows
+    for frame in reps.frames(): ...                     # dev with the selectivities of replicate b
+    with_intervals(dev, boot, findings.bos_fraction, columns=["bos_fraction"])   # + bos_fraction_lo / _hi
+
+Conventions: a quantity's interval is [`<column>_lo`, `<column>_hi`], the 2.5th / 97.5th percentiles over the
+replicates (for counts and other step-valued quantities the nearest replicate values below / above, so that a count's
+interval holds counts), widened where needed to contain the point value. Rows of panels without replicates (the
+published tier has no per-sequence data; records probed with n_boot = 0) get NaN intervals, never zero-width ones.
+Pure numpy / pandas: the findings call in here when given `boot=`; nothing here imports the findings.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from circuitdev.analysis.devtable import require, reuse_indexes
+from circuitdev.errors import DataError
+from circuitdev.schema import SEL_COLUMNS
+
+LEVEL = 0.95  # the coverage of every interval (= circuitdev.measure.bootstrap.LEVEL)
+KEYS = ["panel", "revision", "layer", "head"]
+# Columns derived from the selectivities: dropped from replicate tables so that nothing stale decides a class
+# (`measure.classify.is_class` recomputes the best class when the column is absent).
+_DERIVED = ("best_class", "best_selectivity", "second_class", "second_selectivity", "classification",
+            "in_induction_circuit", "in_prev_token_circuit", "is_bos")
+
+
+@dataclass
+class Replicates:
+    """Bootstrap replicates aligned to the rows of one developmental table `dev`."""
+
+    dev: pd.DataFrame
+    values: dict[str, np.ndarray]  # sel column -> (B, rows); a row without replicates holds its point value
+    covered: np.ndarray  # (rows,) True where the row's head has all B replicates
+
+    @property
+    def n_boot(self) -> int:
+        return next(iter(self.values.values())).shape[0]
+
+    @property
+    def panels(self) -> set[str]:
+        """Panels all of whose rows have replicates: the ones whose quantities get intervals."""
+        panels = self.dev["panel"].to_numpy()
+        return set(pd.unique(panels)) - set(pd.unique(panels[~self.covered]))
+
+    @classmethod
+    def align(cls, dev: pd.DataFrame, boot: pd.DataFrame | "Replicates") -> "Replicates":
+        """Match the replicate table `boot` (panel, revision, replicate, layer, head, sel_* -- as
+        `load_boot_replicates` returns it, several panels concatenated) to the rows of `dev`. B is the smallest
+        replicate count of the panels present."""
+        if isinstance(boot, Replicates):
+            if boot.dev is dev:
+                return boot
+            boot = boot.long()
+        require(dev, [*KEYS, *SEL_COLUMNS], "bootstrap intervals")
+        missing = [c for c in (*KEYS, "replicate", *SEL_COLUMNS) if c not in boot.columns]
+        if missing:
+            raise DataError(f"bootstrap replicates lack column(s) {missing}; load them with "
+                            "circuitdev.sources.store.load_boot_replicates")
+        rows = dev[KEYS].reset_index(drop=True).assign(_row=np.arange(len(dev)))
+        m = boot.merge(rows, on=KEYS, how="inner")
+        per_panel = m.groupby("panel")["replicate"].max()
+        n_boot = int(per_panel.min()) + 1 if len(per_panel) else 0
+        if n_boot == 0:
+            raise DataError("no bootstrap replicate matches a row of the table (probe with n_boot > 0)")
+        m = m[m["replicate"] < n_boot]
+        b, r = m["replicate"].to_numpy(dtype=np.int64), m["_row"].to_numpy(dtype=np.int64)
+        values = {}
+        for col in SEL_COLUMNS:
+            arr = np.tile(dev[col].to_numpy(dtype=float), (n_boot, 1))  # (B, rows)
+            arr[b, r] = m[col].to_numpy(dtype=float)
+            values[col] = arr
+        covered = np.bincount(r, minlength=len(dev)) == n_boot
+        return cls(dev, values, covered)
+
+    def long(self) -> pd.DataFrame:
+        """Back to the long replicate table (covered rows only)."""
+        rows = np.flatnonzero(self.covered)
+        b = np.repeat(np.arange(self.n_boot), len(rows))
+        keys = self.dev[KEYS].iloc[np.tile(rows, self.n_boot)].reset_index(drop=True)
+        return keys.assign(replicate=b, **{c: v[:, rows].reshape(-1) for c, v in self.values.items()})
+
+    def frames(self) -> Iterator[pd.DataFrame]:
+        """The developmental table with the selectivities of replicate 0, 1, ... B-1 (one frame, updated in place:
+        use each before asking for the next). Findings called on it reuse its revision index."""
+        frame = self.dev.drop(columns=[c for c in _DERIVED if c in self.dev.columns])
+        with reuse_indexes():
+            for b in range(self.n_boot):
+                for col, arr in self.values.items():
+                    frame[col] = arr[b]
+                yield frame
+
+    def head_interval(self, column: str, *, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+        """Per-row percentile interval of one selectivity (linear interpolation, as the records' sel_*_lo / _hi
+        columns), widened to contain the point value; NaN for rows without replicates."""
+        point = self.dev[column].to_numpy(dtype=float)
+        lo, hi = percentiles(self.values[column], point, level=level, discrete=False)
+        return np.where(self.covered, lo, np.nan), np.where(self.covered, hi, np.nan)
+
+
+def percentiles(values: np.ndarray, point: np.ndarray, *, level: float = LEVEL, discrete: bool = True
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) over axis 0 of `values` (B, ...), widened to contain `point`. discrete=True takes the replicate
+    values just below / above the percentiles (a count's interval holds counts); NaN replicates are left out."""
+    tail = 100 * (1 - level) / 2
+    kinds = ("lower", "higher") if discrete else ("linear", "linear")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices stay NaN
+        lo = np.nanpercentile(values, tail, axis=0, method=kinds[0])
+        hi = np.nanpercentile(values, 100 - tail, axis=0, method=kinds[1])
+    point = np.asarray(point, dtype=float)
+    return np.fmin(lo, point), np.fmax(hi, point)
+
+
+def replicate_values(dev: pd.DataFrame, boot, fn: Callable[[pd.DataFrame], pd.DataFrame],
+                     columns: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray, Replicates]:
+    """fn(dev) and, stacked, fn on every replicate table: (point frame, (B, rows, len(columns)), replicates).
+    `fn` must give the same rows in the same order for every replicate (per revision, per layer, per milestone)."""
+    reps = Replicates.align(dev, boot)
+    point = fn(dev)
+    out = np.empty((reps.n_boot, len(point), len(columns)))
+    for b, frame in enumerate(reps.frames()):
+        res = fn(frame)
+        if len(res) != len(point):
+            raise DataError(f"{getattr(fn, '__name__', 'the quantity')} gave {len(res)} rows on a replicate and "
+                            f"{len(point)} on the data: it cannot be bootstrapped row by row")
+        out[b] = res[list(columns)].to_numpy(dtype=float)
+    return point, out, reps
+
+
+def with_intervals(dev: pd.DataFrame, boot, fn: Callable[[pd.DataFrame], pd.DataFrame], *, columns: Sequence[str],
+                   level: float = LEVEL, discrete: bool = True) -> pd.DataFrame:
+    """fn(dev) with `<column>_lo` / `<column>_hi` for each of `columns`, from the same quantity computed on every
+    bootstrap replicate of the table. Rows of panels without replicates get NaN."""
+    point, values, reps = replicate_values(dev, boot, fn, columns)
+    has = point["panel"].isin(reps.panels).to_numpy() if "panel" in point.columns else np.ones(len(point), bool)
+    for i, col in enumerate(columns):
+        lo, hi = percentiles(values[:, :, i], point[col].to_numpy(dtype=float), level=level, discrete=discrete)
+        point[f"{col}_lo"], point[f"{col}_hi"] = np.where(has, lo, np.nan), np.where(has, hi, np.nan)
+    return point
+
+
+def first_reached(hit: np.ndarray) -> np.ndarray:
+    """Index of the first True along the last axis, or its length when there is none."""
+    hit = np.asarray(hit, dtype=bool)
+    return np.where(hit.any(-1), hit.argmax(-1), hit.shape[-1])
+
+
+def index_interval(first: np.ndarray, point: int, *, never: int, level: float = LEVEL) -> tuple[int, int, float]:
+    """(lo, hi, share reached) of the replicates' first-hit indices `first` (B,), where `never` (= the number of
+    revisions) means not reached: the discrete percentile range widened to contain `point`, and the share of
+    replicates that reach it at all."""
+    lo, hi = percentiles(np.asarray(first, dtype=float)[:, None], np.array([float(point)]), level=level)
+    return int(lo[0]), int(hi[0]), float(np.mean(np.asarray(first) < never))

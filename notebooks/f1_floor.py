@@ -21,6 +21,8 @@
 # measurement (`findings.floor_verdict`), from 95% bootstrap intervals over the probe batch's sequences.
 
 # %% tags=["remove-cell"]
+import pandas as pd
+
 from circuitdev.analysis import findings
 from circuitdev.book import Rule, Source, chapter, plots, value_of, with_interval_text
 from circuitdev.book.tiers import panel_view
@@ -89,24 +91,19 @@ ch.table(findings.floor_summary(floor, by=["tier", "panel"]),
 # ({doc}`sensitivity`).
 
 # %% tags=["remove-input"]
-verdict = with_interval_text(ch.apply(findings.floor_verdict, layers=floor_layers, threshold=bos_threshold, rule=rule,
-                                      intervals=True), "value", "{:.1f}×", name="value_ci")
+view = panel_view(ch.tiers, "toy-pythia")  # the toy-pythia verdict also on its default grid (no refined revisions)
+on_grid = view.apply_on_grid(findings.floor_verdict, layers=floor_layers, threshold=bos_threshold, rule=rule).assign(
+    tier="toy (default grid)") if view is not None and view.boot is not None else None
+verdict = with_interval_text(pd.concat([ch.apply(findings.floor_verdict, layers=floor_layers, threshold=bos_threshold,
+                                                 rule=rule, intervals=True), on_grid]), "value", "{:.1f}×", name="value_ci")
 ch.glue_bootstrap()
 verdict = verdict.assign(statement=verdict["verdict"] + ": " + verdict["name"] + " at " + verdict["revision"]
                          + " reads " + verdict["value_ci"])
 ch.glue("toy-pythia", value_of(verdict, "statement", tier="toy", panel="toy-pythia"), absent="n/a (not probed here)")
-ch.glue_list("toy-verdicts", verdict, "verdict", tier="toy")
-view = panel_view(ch.tiers, "toy-pythia")
-on_grid = None
-if view is not None and view.boot is not None:  # the same verdict on the panel file's revisions only
-    keep = lambda df: df[df["revision"].isin(view.grid)]  # noqa: E731
-    on_grid = with_interval_text(findings.floor_verdict(keep(view.table), layers=floor_layers, threshold=bos_threshold,
-                                                        rule=rule, boot=keep(view.boot)), "value", "{:.1f}×",
-                                 name="value_ci").iloc[0]
-ch.glue("toy-pythia-grid", None if on_grid is None else
-        f"{on_grid['verdict']}: {on_grid['name']} at {on_grid['revision']} reads {on_grid['value_ci']}",
+ch.glue("toy-pythia-grid", value_of(verdict, "statement", tier="toy (default grid)", panel="toy-pythia"),
         absent="n/a (not probed here)")
 ch.glue("toy-pythia-refined", None if view is None else f"{len(view.refined)} revisions", absent="no revisions")
+ch.glue_list("toy-verdicts", verdict, "verdict", tier="toy")
 ch.glue_list("pub-verdicts", verdict, "verdict", tier="published")
 margin = ch.apply(findings.floor_margin, layers=floor_layers, intervals=True)
 ch.figure(plots.floor_margin(margin, threshold=bos_threshold, floor_layers=floor_layers), name="fig-f1-margin",

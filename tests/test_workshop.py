@@ -245,6 +245,23 @@ def test_each_check_fails_on_a_wrong_answer_and_says_what_differs(exercise):
     assert "Traceback" not in line
 
 
+def test_other_right_answers_pass_too():
+    """Answers a participant wrote cold, not the instructor's: other dtypes and libraries must not fail a check (a
+    float64 answer once failed 3.3 on values at eps: float32(0.3) > 0.3)."""
+    def parking_share(attn0, eps, skip):  # torch, float64
+        a = torch.as_tensor(attn0, dtype=torch.float64)[..., skip:]
+        return (a > eps).double().mean(dim=(0, 3)).numpy()
+
+    def milestone(steps, sel, threshold, k):  # counts per revision, then the first
+        counts = (np.asarray(sel) >= threshold).reshape(len(steps), -1).sum(1)
+        ok = np.flatnonzero(counts >= k)
+        return None if len(ok) == 0 else steps[ok[0]]
+
+    for exercise, fn in (("3.3", parking_share), ("2.2", milestone)):
+        verdict = checks.check(exercise, fn)
+        assert verdict.ok, verdict.line()
+
+
 def test_an_exception_in_the_participant_function_is_one_line():
     def broken(rows, targets, valid, base):
         return rows[..., 1000]

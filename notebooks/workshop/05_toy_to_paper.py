@@ -186,10 +186,12 @@ rec.round(3)
 # threshold too):
 
 # %%
+final = dev[dev["panel"] == PYTHIA]
+final = final[final["tokens_b"] == final["tokens_b"].max()]  # the circuit is screened here: its size per threshold
 for t in sweep:
-    r = circuit_recall(dev, PYTHIA, t)
+    r = circuit_recall(dev, PYTHIA, t)  # only the columns the exercise asks for are used: yours work here too
     hit = r[r["recall"] >= 1 / 3 - 1e-9]["tokens_b"]
-    print(f"{t:>6g}x: circuit of {int(round(r['found'].iloc[-1]))} heads, a third of it at "
+    print(f"{t:>6g}x: circuit of {int((final['sel_induction'] >= t).sum())} heads, a third of it at "
           f"{hit.min() if len(hit) else float('nan'):g}B tokens")
 audit_row("F4.recall.pythia-1b@33")
 

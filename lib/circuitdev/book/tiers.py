@@ -264,6 +264,12 @@ class PanelView:
     grid: list[str]
     refined: pd.DataFrame
 
+    def apply_on_grid(self, fn: Callable[..., pd.DataFrame], **kwargs) -> pd.DataFrame:
+        """`fn(table, boot=replicates, **kwargs)` on the default grid only (the refined revisions left out), to
+        compare a finding with and without refinement."""
+        keep = lambda df: None if df is None else df[df["revision"].isin(self.grid)]  # noqa: E731
+        return fn(keep(self.table), boot=keep(self.boot), **kwargs)
+
 
 def panel_view(tiers: Tiers, name: str) -> PanelView | None:
     """`name` from the first present tier holding it, or None."""

@@ -600,17 +600,21 @@ def _parking_reference(attn0, eps: float, skip: int) -> np.ndarray:
 def ex_3_3(parking_share) -> Verdict:
     """parking_share(attn0 (N, L, H, T), eps, skip) -> (L, H): share of (sequence, query >= skip) above eps."""
 
+    EPS = 0.25
+
     def body(fn):
         rng = _rng(15)
         attn0 = rng.beta(0.6, 1.4, size=(10, 2, 3, 24)).astype(np.float32)
-        attn0[:, 1, 2, ::3] = 0.3  # exactly at eps
+        # exactly at eps; 0.25 is exact in float32 and float64 alike, so an answer that converts the float32 input
+        # to float64 (or not) compares the same (0.3 would not be: float32(0.3) > 0.3 in float64)
+        attn0[:, 1, 2, ::3] = EPS
         attn0[..., :4] = 1.0  # the first queries see little else: leave them out
-        got = fn(attn0.copy(), 0.3, 4)
+        got = fn(attn0.copy(), EPS, 4)
         causes = [("the share of queries whose attention on position 0 is ABOVE eps (a mean of booleans), not the "
                    "mean attention", attn0[..., 4:].mean(axis=(0, 3))),
-                  ("leave out the first `skip` queries", _parking_reference(attn0, 0.3, 0)),
-                  ("'parks' means attention > eps (strictly)", (attn0[..., 4:] >= 0.3).mean(axis=(0, 3)))]
-        _expect(got, _parking_reference(attn0, 0.3, 4), what="parking_share(attn0, 0.3, 4)", causes=causes)
+                  ("leave out the first `skip` queries", _parking_reference(attn0, EPS, 0)),
+                  ("'parks' means attention > eps (strictly)", (attn0[..., 4:] >= EPS).mean(axis=(0, 3)))]
+        _expect(got, _parking_reference(attn0, EPS, 4), what="parking_share(attn0, 0.25, 4)", causes=causes)
         return "right on 6 heads (values exactly at eps, the first queries left out)"
 
     return _run("3.3", [parking_share], body)

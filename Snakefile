@@ -290,6 +290,8 @@ def workshop_inputs(wildcards):
     """A session's source; when its solutions run, the toy panels' records and the authors' files it reads."""
     run = WORKSHOP_EXECUTE
     return {"source": WORKSHOP_SOURCES[wildcards.session],
+            # the sessions' checks, data lookup and pictures: a change there shows on the executed pages
+            "code": sorted(str(p) for p in (Path(workflow.basedir) / "lib" / "circuitdev" / "workshop").glob("*.py")),
             "records": [f for name in TOY_PANELS for f in records(name)] if run else [],
             "published": [PUBLISHED_STATUS] if run and PUBLISHED is not None else []}
 

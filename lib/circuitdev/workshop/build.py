@@ -322,8 +322,9 @@ def _book_note(session: Session, executed: bool) -> str:
                                "execute: false`): the code is shown without its outputs.")
     return (f":::{{admonition}} Session {session.number} · {len(session.exercises)} exercises · about "
             f"{session.minutes} minutes of exercises\n:class: tip\n"
-            "This page is the session with its solutions folded: each exercise is a box, and the cell under it, "
-            "*Solution*, opens on a click. To do the session yourself, build the participants' notebooks with "
+            "This page is the session: each exercise is a box, and where this edition of the book has solutions, "
+            "the *Solution* block under it opens on a click. To do the session yourself, build the participants' "
+            "notebooks with "
             "`circuitdev workshop build --out W` and open "
             f"`W/student/{session.name}.ipynb` (the {{doc}}`instructor page <../../workshop_instructor>` says how "
             "to set up a room).\n\n| exercise | what you write | difficulty | importance | minutes |\n"

@@ -15,6 +15,8 @@ CLASS_THRESHOLD = 30.0  # a head is classified as its best class when that selec
 BOS_THRESHOLD = 30.0  # first-token (sink) heads in the developmental counts (per-class rule)
 INDUCTION_THRESHOLD = 50.0  # induction circuit membership
 PREV_TOKEN_THRESHOLD = 100.0  # previous-token circuit (with the best-class condition)
+INTERVAL_LEVEL = 0.95  # coverage of every bootstrap interval: percentiles (1 - level) / 2 and (1 + level) / 2
+BOOT_ATTR = "boot_replicates"  # table.attrs key of a probe's (B, 6, L, H) bootstrap replicates (HEAD_CLASSES order)
 
 # Group ablation modes: "zero" (the paper's only one) or "mean" (method reference §5).
 AblationMode = Literal["zero", "mean"]

@@ -29,9 +29,9 @@ import pandas as pd
 
 from circuitdev.analysis.devtable import require, reuse_indexes
 from circuitdev.errors import DataError
-from circuitdev.schema import SEL_COLUMNS
+from circuitdev.schema import INTERVAL_LEVEL, SEL_COLUMNS
 
-LEVEL = 0.95  # the coverage of every interval (= circuitdev.measure.bootstrap.LEVEL)
+LEVEL = INTERVAL_LEVEL  # the coverage of every interval
 KEYS = ["panel", "revision", "layer", "head"]
 # Columns derived from the selectivities: dropped from replicate tables so that nothing stale decides a class
 # (`measure.classify.is_class` recomputes the best class when the column is absent).

@@ -28,11 +28,10 @@ import numpy as np
 
 from circuitdev.errors import ConfigError
 from circuitdev.measure.batch import InductionBatch
-from circuitdev.measure.positions import baseline_positions, local_positions
-from circuitdev.schema import HEAD_CLASSES, HeadClass
+from circuitdev.measure.positions import BASELINE_FLOOR, baseline_positions, local_positions
+from circuitdev.schema import HEAD_CLASSES, INTERVAL_LEVEL, HeadClass
 
-BASELINE_FLOOR = 1e-8  # the screen's floor (screen.BASELINE_FLOOR)
-LEVEL = 0.95  # the interval's coverage: percentiles (1 - LEVEL) / 2 and (1 + LEVEL) / 2
+LEVEL = INTERVAL_LEVEL  # the interval's coverage
 VALID_ONLY: tuple[HeadClass, ...] = ("induction", "duplicate-token")  # averaged over valid sequences only
 
 

@@ -10,6 +10,8 @@ import numpy as np
 from circuitdev.errors import ConfigError
 from circuitdev.measure.batch import default_first_a_range
 
+BASELINE_FLOOR = 1e-8  # the smallest baseline a selectivity divides by (screen and bootstrap alike)
+
 
 def avoid_positions(seq_len: int) -> set[int]:
     """Positions no baseline may use: 0 (first token), q-1, q and the local window q-5..q-2 (q = seq_len - 1)."""

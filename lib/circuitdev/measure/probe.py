@@ -17,13 +17,12 @@ from circuitdev.measure.bootstrap import bootstrap_selectivities, percentile_int
 from circuitdev.measure.capture import Capture, as_token_tensor, capture, prefix_matching_scores, trace_layers
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.measure.families import Layout, family_of
-from circuitdev.schema import HEAD_CLASSES, sel_column
+from circuitdev.schema import BOOT_ATTR, HEAD_CLASSES, sel_column
 from circuitdev.measure.classify import circuit_memberships, classify
 from circuitdev.measure.screen import null_selectivity, selectivities
 from circuitdev.measure.spectral import head_prs, participation_ratios
 
 
-BOOT_ATTR = "boot_replicates"  # table.attrs key of the (B, 6, L, H) bootstrap replicates (classes in HEAD_CLASSES order)
 
 
 def batch_for(config: ProbeConfig) -> InductionBatch:

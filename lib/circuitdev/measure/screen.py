@@ -12,11 +12,10 @@ import numpy as np
 import torch
 
 from circuitdev.measure.batch import InductionBatch
-from circuitdev.measure.positions import avoid_positions, baseline_positions, local_positions
+from circuitdev.measure.positions import BASELINE_FLOOR, avoid_positions, baseline_positions, local_positions
 from circuitdev.errors import ConfigError, NumericalError
 from circuitdev.schema import HeadClass
 
-BASELINE_FLOOR = 1e-8
 
 
 def target_attention(attn_rows: torch.Tensor, batch: InductionBatch) -> dict[HeadClass, np.ndarray]:

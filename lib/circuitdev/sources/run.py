@@ -23,13 +23,12 @@ from circuitdev.measure.classify import heads_of, is_class
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.paths import results_dir as default_results_dir
 from circuitdev.runinfo import git_state, package_versions
-from circuitdev.schema import INDUCTION_THRESHOLD
+from circuitdev.schema import BOOT_ATTR, INDUCTION_THRESHOLD
 from circuitdev.sources.loading import free_memory, load_revision, resolve_device
 from circuitdev.sources.panels import Panel, load_panel
 from circuitdev.sources.store import (RecordPaths, archive_record, clean_temp_files, record_paths, record_status,
                                       restore_record, with_refined, write_record)
 
-BOOT_ATTR = "boot_replicates"  # = circuitdev.measure.probe.BOOT_ATTR (not imported here: that module loads torch)
 
 
 @dataclass(frozen=True)

@@ -231,7 +231,7 @@ def parquet_bytes(table: pd.DataFrame) -> bytes:
 
 def boot_table(replicates, table: pd.DataFrame) -> pd.DataFrame:
     """The stored form of bootstrap replicates (B, 6, L, H) (classes in HEAD_CLASSES order, as
-    `measure.probe.BOOT_ATTR` holds them): one row per (replicate, layer, head), columns BOOT_COLUMNS."""
+    `schema.BOOT_ATTR` holds them): one row per (replicate, layer, head), columns BOOT_COLUMNS."""
     import numpy as np
 
     reps = np.asarray(replicates, dtype=np.float64)

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "lib"))  # the package, even whe
 
 from circuitdev.book.build import (BuildFolders, book_config, config_panels, config_published_dir,
                                    config_published_from)
+from circuitdev.book.pipeline import notebook_specs, workshop_sessions
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.sources.panels import load_panel
 
@@ -197,36 +198,10 @@ def probe_inputs(wildcards):
 PUBLISHED_MODELS = list(config.get("published_models") or []) if published_dir() else []
 
 
-def page_panel(name):
-    """How a model page names its panel: by name when the data folder holds its file (or it is a toy or published
-    panel), else by the file's path relative to the working directory."""
-    file = PANEL_FILES.get(name)
-    if file is None or Path(file).resolve() == (Path(DATA) / "panels" / f"{name}.yaml").resolve():
-        return name
-    return os.path.relpath(file)
-
-
-def _notebook_specs():
-    specs = {}
-    model = config.get("model_notebook") or {}
-    if model.get("source"):
-        for name in [*ALL_PANELS, *[m for m in PUBLISHED_MODELS if m not in ALL_PANELS]]:
-            specs[f"model-{name}"] = {"source": model["source"], "parameters": {**(model.get("parameters") or {}),
-                                      "panel": page_panel(name)},
-                                      "panels": [name] if name in ALL_PANELS else []}
-    for nb in config.get("notebooks") or []:
-        if nb["name"] in specs:
-            raise ValueError(f"notebook name {nb['name']!r} is used twice")
-        specs[nb["name"]] = {"source": nb["source"], "parameters": dict(nb.get("parameters") or {}),
-                             "panels": nb.get("panels", ALL_PANELS)}
-    missing = [n for n, s in specs.items() if not Path(s["source"]).is_file()]
-    if missing and config.get("skip_missing_notebooks", True):
-        print(f"Snakefile: skipping notebook(s) without a source yet: {', '.join(missing)}", file=sys.stderr)
-        specs = {n: s for n, s in specs.items() if n not in missing}
-    return specs
-
-
-NOTEBOOKS = _notebook_specs()
+NOTEBOOKS, _missing = notebook_specs(config, panels=ALL_PANELS, panel_files=PANEL_FILES,
+                                     published_models=PUBLISHED_MODELS, data_dir=DATA)
+if _missing:
+    print(f"Snakefile: skipping notebook(s) without a source yet: {', '.join(_missing)}", file=sys.stderr)
 
 
 def notebook_environment(name):
@@ -252,35 +227,11 @@ def notebook_outputs(wildcards=None):
 WORKSHOP = config.get("workshop") or {}  # {sources: DIR, execute: auto | true | false} (config/pipeline.yaml)
 
 
-def _workshop_sessions():
-    """Session name -> source, for the pages <book_root>/_toc.yml lists under <generated_dir>/workshop/ (the table of
-    contents decides which exist). Sources: `workshop: sources` (relative to the working directory), else the
-    notebooks/workshop folder of this Snakefile's repository."""
-    import yaml
-
-    toc = Path(BOOK_ROOT) / "_toc.yml"
-    if not toc.is_file():
-        return {}
-    prefix = os.path.relpath(Path(GEN) / "workshop", BOOK_ROOT).replace(os.sep, "/") + "/"
-
-    def files(node):
-        if isinstance(node, dict):
-            yield from ([node["file"]] if isinstance(node.get("file"), str) else [])
-            for value in node.values():
-                yield from files(value)
-        elif isinstance(node, list):
-            for value in node:
-                yield from files(value)
-
-    folder = Path(WORKSHOP.get("sources") or Path(workflow.basedir) / "notebooks" / "workshop")
-    names = [f[len(prefix):] for f in files(yaml.safe_load(toc.read_text())) if f.startswith(prefix)]
-    missing = [n for n in names if not (folder / f"{n}.py").is_file()]
-    if missing:
-        print(f"Snakefile: workshop session(s) without a source in {folder}: {', '.join(missing)}", file=sys.stderr)
-    return {n: str(folder / f"{n}.py") for n in names if n not in missing}
-
-
-WORKSHOP_SOURCES = _workshop_sessions()
+WORKSHOP_SOURCES, _missing = workshop_sessions(
+    book_root=BOOK_ROOT, generated_dir=GEN,
+    sources=WORKSHOP.get("sources") or Path(workflow.basedir) / "notebooks" / "workshop")
+if _missing:
+    print(f"Snakefile: workshop session(s) without a source: {', '.join(_missing)}", file=sys.stderr)
 WORKSHOP_SESSIONS = list(WORKSHOP_SOURCES)
 # auto: run the solutions when this build trains the toy panel they run on (toy-pythia); else render them unexecuted
 WORKSHOP_EXECUTE = "toy-pythia" in TOY_PANELS if WORKSHOP.get("execute", "auto") == "auto" else bool(WORKSHOP["execute"])

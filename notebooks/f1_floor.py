@@ -25,7 +25,6 @@ import pandas as pd
 
 from circuitdev.analysis import findings
 from circuitdev.book import Rule, Source, chapter, plots, value_of, with_interval_text
-from circuitdev.book.tiers import panel_view
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -91,7 +90,7 @@ ch.table(findings.floor_summary(floor, by=["tier", "panel"]),
 # ({doc}`sensitivity`).
 
 # %% tags=["remove-input"]
-view = panel_view(ch.tiers, "toy-pythia")  # the toy-pythia verdict also on its default grid (no refined revisions)
+view = ch.panel_view("toy-pythia")  # the toy-pythia verdict also on its default grid (no refined revisions)
 on_grid = view.apply_on_grid(findings.floor_verdict, layers=floor_layers, threshold=bos_threshold, rule=rule).assign(
     tier="toy (default grid)") if view is not None and view.boot is not None else None
 verdict = with_interval_text(pd.concat([ch.apply(findings.floor_verdict, layers=floor_layers, threshold=bos_threshold,

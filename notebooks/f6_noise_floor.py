@@ -27,7 +27,6 @@ import pandas as pd
 from circuitdev.analysis import findings
 from circuitdev.analysis.claims import paper_noise_floor
 from circuitdev.book import Source, chapter, plots
-from circuitdev.book.tiers import record_nulls
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -41,7 +40,7 @@ thresholds: list[float] = [30.0, 50.0]
 
 # %% tags=["remove-input"]
 ch = chapter("f6_noise_floor", globals())
-ours, paper = record_nulls(ch.tiers), paper_noise_floor()
+ours, paper = ch.apply(findings.null_statistics, nulls=True), paper_noise_floor()
 ch.glue("paper-p99-range", f"{paper['null_p99'].min():g}–{paper['null_p99'].max():g}×")
 ch.glue("paper-max-range", f"{paper['null_max'].min():g}–{paper['null_max'].max():g}×")
 ch.glue("stable-ratio", stable_ratio, "{:g}")
@@ -84,7 +83,7 @@ for tier in ("paper", "toy", "measured"):
 ch.table(summary[["tier", "panel", "n_revisions", "p99_min", "p99_max", "p99_ratio", "p99_stable", "max_ratio",
                   "max_stable"]], precision=2, caption=f"Noise floor per panel: stable when max/min ≤ {stable_ratio:g}.")
 if len(ours):
-    ch.table(ours, caption="Null statistics of every record (from the records' sidecars).")
+    ch.table(ours, caption="Null statistics of every record (from the records' null draws).")
 
 # %% [markdown]
 # ## The paper's numbers beside the authors' data

@@ -20,8 +20,8 @@
 import pandas as pd
 
 from circuitdev.analysis import findings, pr_lead
-from circuitdev.book import AblationMode, ModelSource, Rule, chapter, fmt_pct, fmt_tokens_b, plots
-from circuitdev.book.tiers import TIER_LABELS, model_ablation, model_tier, panel_name, screen_settings
+from circuitdev.book import (TIER_LABELS, AblationMode, ModelPage, ModelSource, Rule, chapter, fmt_pct, fmt_tokens_b,
+                             plots)
 from circuitdev.schema import HEAD_CLASSES
 
 # %% tags=["parameters", "remove-cell"]
@@ -54,10 +54,9 @@ device: str = "auto"
 
 # %% tags=["remove-input"]
 ch = chapter("model", globals())
-name = panel_name(panel)
-tier = ch.use_tier(model_tier(panel, source=source, published_dir=ch.folders.published_dir,
-                              results_dir=ch.folders.results_dir, revisions=revisions, compute_missing=compute_missing,
-                              batch_size=batch_size, device=device))
+page = ModelPage.open(panel, source=source, published_dir=ch.folders.published_dir, results_dir=ch.folders.results_dir,
+                      revisions=revisions, compute_missing=compute_missing, batch_size=batch_size, device=device)
+name, tier = page.name, ch.use_tier(page.tier)
 dev = tier.table if tier.present else pd.DataFrame()
 revs = findings.revisions(dev) if tier.present else pd.DataFrame()
 ch.glue("title", name)
@@ -66,7 +65,7 @@ ch.glue("summary", f"{len(revs)} revisions from {fmt_tokens_b(revs['tokens_b'].m
                    f"{fmt_tokens_b(revs['tokens_b'].max())} training tokens, {int(revs['n_heads'].iloc[0])} heads "
                    f"({dev['layer'].max() + 1} layers × {dev['head'].max() + 1} heads)." if tier.present else None,
         absent="No data: see the note above.")
-ch.glue("screen", screen_settings(tier, name) if tier.present else None, absent="(no screen settings without data)")
+ch.glue("screen", page.screen_settings() if tier.present else None, absent="(no screen settings without data)")
 
 # %% [markdown]
 # ## The panel
@@ -149,8 +148,8 @@ elif tier.present:
 # {glue:text}`model-baseline-top1`; matched random {glue:text}`model-random-top1`).
 
 # %% tags=["remove-input"]
-ab, why = model_ablation(tier, panel, run=ablation, threshold=induction_threshold, seeds=ablation_seeds,
-                         mode=ablation_mode, batch_size=batch_size, device=device)
+ab, why = page.ablation(run=ablation, threshold=induction_threshold, seeds=ablation_seeds, mode=ablation_mode,
+                        batch_size=batch_size, device=device)
 top1 = ab.groupby("condition")["acc_top1"].mean() if ab is not None else {}
 for key, condition in (("ablated-top1", "screen"), ("baseline-top1", "baseline"), ("random-top1", "matched_random")):
     ch.glue(key, top1.get(condition), fmt_pct, absent="not run")

@@ -27,7 +27,6 @@ import pandas as pd
 
 from circuitdev.analysis import findings
 from circuitdev.book import Source, chapter, fmt_tokens_b, plots
-from circuitdev.book.tiers import panel_view
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to read the panel from: toy, measured
@@ -39,7 +38,7 @@ metrics: list[str] = ["bos_fraction", "induction_3_heads"]
 
 # %% tags=["remove-input"]
 ch = chapter("refinement", globals())
-view = panel_view(ch.tiers, panel)
+view = ch.panel_view(panel)
 ch.glue("panel", panel)
 ch.glue("added", None if view is None else len(view.refined), absent="no")
 if view is not None and len(view.refined):

@@ -120,7 +120,7 @@ def test_numbers_in_the_prose_are_the_findings(book):
     """The numbers pasted into the intro and F2 are the findings functions' values on the same data."""
     from circuitdev.analysis import findings
     from circuitdev.sources.published import load_published
-    from circuitdev.sources.store import load_panel_table
+    from circuitdev.sources.records import load_panel_table
 
     intro = text_of((book / "book" / "intro.html").read_text())
     f2 = text_of((book / PAGE.format("f2_shapes")).read_text())

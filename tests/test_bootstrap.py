@@ -15,11 +15,12 @@ from circuitdev.analysis import findings, uncertainty
 from circuitdev.measure.batch import induction_batch
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.measure.positions import baseline_positions
-from circuitdev.measure.probe import BOOT_ATTR, probe_model
+from circuitdev.measure.probe import probe_model
 from circuitdev.schema import HEAD_CLASSES, SEL_COLUMNS, sel_column
 from circuitdev.sources.run import probe_panel
-from circuitdev.sources.store import (archive_record, load_boot_replicates, load_panel_table, read_record,
-                                      record_paths, record_status, restore_record)
+from circuitdev.sources.panels import load_panel
+from circuitdev.sources.records import load_boot_replicates, load_panel_table
+from circuitdev.sources.store import move_record, read_record, record_paths, record_status
 from tiny_models import tiny_model
 
 CFG = ProbeConfig(n=24, n_pr=12, seq_len=32, vocab_range=(3, 120), n_prefix=0, n_nulls=0, batch_size=12,
@@ -49,7 +50,8 @@ def numpy_bootstrap(model, cfg: ProbeConfig) -> dict[str, np.ndarray]:
 
 def test_intervals_match_an_independent_numpy_bootstrap():
     model = tiny_model("gpt_neox")
-    table = probe_model(model, CFG, progress=False)
+    result = probe_model(model, CFG, progress=False)
+    table = result.table
     ref = numpy_bootstrap(model, CFG)  # every batch sequence is valid here, so all classes resample alike
     for c in HEAD_CLASSES:
         col = sel_column(c)
@@ -58,16 +60,16 @@ def test_intervals_match_an_independent_numpy_bootstrap():
         np.testing.assert_allclose(table[col + "_hi"], hi, rtol=1e-4)
         assert (table[col + "_lo"] <= table[col]).all() and (table[col] <= table[col + "_hi"]).all()
         assert (table[col + "_hi"] > table[col + "_lo"]).any()
-    assert table.attrs[BOOT_ATTR].shape == (50, 6, 2, 4)
+    assert result.replicates.shape == (50, 6, 2, 4)
 
 
 def test_same_seed_same_interval_and_excluded_baseline_too():
     model = tiny_model("olmo")
     cfg = CFG.replace(baseline_excludes_ab=True)
-    a, b = probe_model(model, cfg, progress=False), probe_model(model, cfg, progress=False)
+    a, b = probe_model(model, cfg, progress=False).table, probe_model(model, cfg, progress=False).table
     cols = [c for c in a.columns if c.endswith(("_lo", "_hi"))]
     assert len(cols) == 12 and a[cols].equals(b[cols])
-    other = probe_model(model, cfg.replace(boot_seed=4), progress=False)
+    other = probe_model(model, cfg.replace(boot_seed=4), progress=False).table
     assert not np.allclose(other[cols], a[cols])
     np.testing.assert_array_equal(a[list(SEL_COLUMNS)], other[list(SEL_COLUMNS)])  # the point values do not depend on it
 
@@ -75,26 +77,26 @@ def test_same_seed_same_interval_and_excluded_baseline_too():
 def test_b0_gives_the_old_record_and_hash(make_tiny_panel, tmp_path):
     panel = make_tiny_panel(revisions=1, probe={"n": 16, "n_pr": 16, "seq_len": 32, "vocab_range": [3, 120],
                                                 "baseline_size": 10, "n_prefix": 0, "n_nulls": 0, "n_boot": 0})
-    probe_panel(panel, results_dir=tmp_path, progress=False)
-    rec = read_record(tmp_path, "tiny-gptneox", "step0")
+    probe_panel(load_panel(panel), results_dir=tmp_path, progress=False)
+    rec, meta = read_record(tmp_path, "tiny-gptneox", "step0")
     assert not [c for c in rec.columns if c.endswith(("_lo", "_hi"))]
-    assert "boot" not in rec.attrs["record"] and not record_paths(tmp_path, "tiny-gptneox", "step0").boot.exists()
-    assert rec.attrs["record"]["config_hash"] == ProbeConfig.from_dict(
-        {k: v for k, v in rec.attrs["record"]["config"].items() if k != "n_boot"}).replace(n_boot=0).config_hash()
+    assert "boot" not in meta and not record_paths(tmp_path, "tiny-gptneox", "step0").boot.exists()
+    assert meta["config_hash"] == ProbeConfig.from_dict(
+        {k: v for k, v in meta["config"].items() if k != "n_boot"}).replace(n_boot=0).config_hash()
     assert load_boot_replicates(tmp_path, "tiny-gptneox").empty
 
 
 def test_replicate_file_is_vouched_for_archived_and_restored(make_tiny_panel, tmp_path):
     panel = make_tiny_panel(revisions=2, probe={"n": 16, "n_pr": 16, "seq_len": 32, "vocab_range": [3, 120],
                                                 "baseline_size": 10, "n_prefix": 0, "n_nulls": 0, "n_boot": 30})
-    probe_panel(panel, results_dir=tmp_path, progress=False)
+    probe_panel(load_panel(panel), results_dir=tmp_path, progress=False)
     paths = record_paths(tmp_path, "tiny-gptneox", "step1")
     meta = json.loads(paths.sidecar.read_text())
     assert meta["boot"]["n_boot"] == 30 and meta["boot"]["rows"] == 30 * 8 and paths.boot.is_file()
     reps = load_boot_replicates(tmp_path, "tiny-gptneox")
     assert len(reps) == 2 * 30 * 8 and list(reps.columns[:6]) == ["panel", "revision", "tokens_b", "replicate",
                                                                    "layer", "head"]
-    rec = read_record(tmp_path, "tiny-gptneox", "step1")
+    rec, _ = read_record(tmp_path, "tiny-gptneox", "step1")
     one = reps[reps["revision"] == "step1"]
     lo = one.groupby(["layer", "head"])["sel_induction"].quantile(0.025).to_numpy()
     np.testing.assert_allclose(rec["sel_induction_lo"], np.fmin(lo, rec["sel_induction"]), rtol=1e-9)
@@ -108,12 +110,15 @@ def test_replicate_file_is_vouched_for_archived_and_restored(make_tiny_panel, tm
     paths.boot.write_bytes(data)
     assert record_status(paths, panel="tiny-gptneox", revision="step1").complete
 
-    archive_record(paths, tmp_path, "tiny-gptneox", "step1", meta["config_hash"])
-    assert not paths.boot.exists() and record_paths(tmp_path, "tiny-gptneox", "step1", meta["config_hash"]).boot.exists()
-    assert restore_record(tmp_path, "tiny-gptneox", "step1", meta["config_hash"]) and paths.boot.exists()
+    archived = record_paths(tmp_path, "tiny-gptneox", "step1", meta["config_hash"])
+    move_record(paths, archived)  # archive: every file of the record moves, the sidecar last
+    assert not paths.boot.exists() and not paths.sidecar.exists() and archived.boot.exists()
+    assert record_status(archived, panel="tiny-gptneox", revision="step1").complete
+    move_record(archived, paths)  # restore: the same move back
+    assert paths.boot.exists() and record_status(paths, panel="tiny-gptneox", revision="step1").complete
     # a probe interrupted before the sidecar leaves no half record: the next run recomputes it whole
     paths.sidecar.unlink()
-    results = probe_panel(panel, results_dir=tmp_path, progress=False)
+    results = probe_panel(load_panel(panel), results_dir=tmp_path, progress=False)
     assert [r.action for r in results] == ["skipped", "computed"]
     assert len(load_panel_table(tmp_path, "tiny-gptneox")) == 16
 

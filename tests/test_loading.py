@@ -78,7 +78,7 @@ def test_offline_hub_gives_one_clear_error_fast():
     assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set by conftest before huggingface_hub is imported
     t0 = time.perf_counter()
     with pytest.raises(ModelUnavailableError) as err:
-        load_revision("pythia-1b", "step3000", progress=False)
+        load_revision(load_panel("pythia-1b"), "step3000", progress=False)
     elapsed = time.perf_counter() - t0
     msg = str(err.value)
     assert "EleutherAI/pythia-1b" in msg and "'step3000'" in msg and "offline" in msg

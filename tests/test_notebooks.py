@@ -29,8 +29,8 @@ from circuitdev.book.execute import execute_page, page_sources  # noqa: E402
 from circuitdev.book.parameters import (BUILD_PARAMETERS, check_namespace, check_parameters,  # noqa: E402
                                         read_parameters)
 from circuitdev.book.sweep import glued_values  # noqa: E402
-from circuitdev.book.tiers import (Tier, Tiers, load_tiers, model_tier, published_ablation,  # noqa: E402
-                                   record_nulls, screen_settings)
+from circuitdev.book.model_page import ModelPage  # noqa: E402
+from circuitdev.book.tiers import Tier, Tiers, load_tiers  # noqa: E402
 from circuitdev.errors import ConfigError  # noqa: E402
 from circuitdev.schema import HEAD_CLASSES, sel_column  # noqa: E402
 from conftest import PUBLISHED  # noqa: E402
@@ -232,25 +232,29 @@ def test_load_tiers_with_nothing_gives_notes_not_errors(tmp_path):
 
 
 def test_load_tiers_reads_records_into_the_right_tier(tmp_path, make_tiny_panel):
+    from circuitdev.sources.panels import load_panel
     from circuitdev.sources.run import probe_panel
 
     results = tmp_path / "results"
     toy = make_tiny_panel("gpt_neox", revisions=2, name="toy-tiny")
     real = make_tiny_panel("olmo", revisions=2, name="tiny-olmo")
     for panel in (toy, real):
-        probe_panel(panel, results_dir=results, progress=False)
+        probe_panel(load_panel(panel), results_dir=results, progress=False)
     tiers = load_tiers(["toy", "measured"], published_dir=None, results_dir=results)
     assert tiers["toy"].panels == ["toy-tiny"] and tiers["measured"].panels == ["tiny-olmo"]
     assert len(tiers["toy"].configs["toy-tiny"]) == 12
     line = tiers.provenance()
     assert line.startswith("Source: toy — toy-tiny; 2 revisions (step0…step1); config ")
     assert "| measured — tiny-olmo" in line and " · code " in line
-    nulls = record_nulls(tiers)
-    assert set(nulls["panel"]) == {"toy-tiny", "tiny-olmo"} and (nulls["n_nulls"] == 2).all()
+    # F6 reads the record tiers' null draws like any other finding: one row per (tier, panel, revision)
+    nulls = tiers.apply(findings.null_statistics, nulls=True)
+    assert set(nulls["panel"]) == {"toy-tiny", "tiny-olmo"} and (nulls["n_nulls"] == 2).all() and len(nulls) == 4
+    assert len(tiers["toy"].nulls) == 2 * 2 * 8  # revisions x draws x heads
     assert findings.noise_floor(nulls[nulls["tier"] == "toy"].drop(columns="tier"))["status"].iloc[0] == "ok"
     # the model page's loader: records first; a panel that is neither recorded nor published says so
-    assert model_tier(str(toy), published_dir=None, results_dir=results).name == "toy"
-    missing = model_tier("nothing-here", published_dir=None, results_dir=results)
+    page = ModelPage.open(str(toy), published_dir=None, results_dir=results)
+    assert page.tier.name == "toy" and page.name == "toy-tiny" and page.panel is not None
+    missing = ModelPage.open("nothing-here", published_dir=None, results_dir=results).tier
     assert not missing.present and "circuitdev probe --panel nothing-here" in missing.note
 
 
@@ -258,10 +262,13 @@ def test_load_tiers_reads_records_into_the_right_tier(tmp_path, make_tiny_panel)
 def test_published_tier_and_its_ablations():
     tiers = load_tiers(["published"], published_dir=PUBLISHED, results_dir=Path("/nonexistent"))
     assert tiers["published"].panels == ["pythia-1b", "olmo-1b-0724", "olmoe-1b-7b-0924"]
-    ab = published_ablation(tiers["published"], "pythia-1b")
+    from circuitdev.sources.published import authors_ablation
+
+    ab = authors_ablation(tiers["published"].published.ablation, "pythia-1b")
     assert set(ab["condition"]) >= {"baseline", "screen", "matched_random", "upper_bound"}
     assert ab.loc[ab["condition"] == "screen", "n_ablated"].iloc[0] == 3
-    assert model_tier("olmo-1b-0724", published_dir=PUBLISHED, results_dir=Path("/nonexistent")).name == "published"
+    page = ModelPage.open("olmo-1b-0724", published_dir=PUBLISHED, results_dir=Path("/nonexistent"))
+    assert page.tier.name == "published" and page.ablation()[0] is not None
 
 
 def test_formats_and_glue_records(monkeypatch):
@@ -358,8 +365,8 @@ def test_screen_settings_names_the_baseline_and_the_first_token():
 
     toy = SimpleNamespace(name="records", probe_configs={"toy-pythia": {"seq_len": 64, "baseline_excludes_ab": True,
                                                                         "first_token_id": 0}})
-    text = screen_settings(toy, "toy-pythia")
+    text = ModelPage("toy-pythia", toy).screen_settings()
     assert "T = 64" in text and "left out of the baseline" in text and "BOS token (id 0" in text
     real = SimpleNamespace(name="records", probe_configs={"pythia-1b": {"seq_len": 256, "first_token_id": None}})
-    text = screen_settings(real, "pythia-1b")
+    text = ModelPage("pythia-1b", real).screen_settings()
     assert "shared 50-position baseline" in text and "BOS" not in text

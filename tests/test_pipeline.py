@@ -79,7 +79,7 @@ panel: str = "none"
 # %%
 from circuitdev.book.build import build_folders
 from circuitdev.sources.panels import load_panel
-from circuitdev.sources.store import load_panel_table
+from circuitdev.sources.records import load_panel_table
 name = load_panel(panel, resolve_hub=False).name  # the pipeline passes a folder panel's file, so it can be loaded
 table = load_panel_table(build_folders().results_dir, name)  # the build's folders come in the environment
 print("MODEL", name, len(table), ",".join(table["revision"].unique()))
@@ -92,7 +92,7 @@ FINDING_NB = """\
 threshold: float = 30.0
 # %%
 from circuitdev.book.build import build_folders
-from circuitdev.sources.store import load_panel_table
+from circuitdev.sources.records import load_panel_table
 folders = build_folders()
 for p in folders.panels:
     t = load_panel_table(folders.results_dir, p)

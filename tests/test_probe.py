@@ -17,7 +17,8 @@ CFG = ProbeConfig(n=24, n_pr=12, seq_len=32, vocab_range=(3, 120), n_prefix=8, n
 @pytest.mark.parametrize("family", FAMILIES)
 def test_probe_matches_numpy_reference(family):
     model = tiny_model(family)
-    table = probe_model(model, CFG, progress=False)
+    result = probe_model(model, CFG, progress=False)
+    table = result.table
     assert len(table) == 8 and table[["layer", "head"]].drop_duplicates().shape[0] == 8
     b = induction_batch(24, 32, 42, (3, 120))
     with torch.no_grad():
@@ -35,13 +36,18 @@ def test_probe_matches_numpy_reference(family):
     for col in ("best_class", "classification", "sel_first_token_allq", "mass_first_token_allq", "prefix_matching",
                 "in_induction_circuit", "in_prev_token_circuit", "is_bos", "null_induction_p99"):
         assert col in table
-    assert table.attrs["null"]["n_nulls"] == 3 and table.attrs["timings"]["total_s"] > 0
+    assert result.nulls.shape == (3, 2, 4) and result.timings["total_s"] > 0 and result.family == family
+    summary = result.null_summary  # the whole-model F6 statistics from the draws themselves
+    assert summary["n_nulls"] == 3 and summary["null_p99"] == pytest.approx(np.percentile(result.nulls, 99))
+    assert summary["real_max"] == table["sel_induction"].max()
+    assert summary["k_above_null_p99"] == int((table["sel_induction"] > summary["null_p99"]).sum())
+    np.testing.assert_allclose(table["null_induction_p99"], np.percentile(result.nulls, 99, axis=0).ravel())
 
 
 def test_probe_with_first_token_id_reads_attention_to_that_token():
     """first_token_id puts a BOS at position 0; the first-token columns then measure attention to it."""
     model = tiny_model("gpt_neox")
-    table = probe_model(model, CFG.replace(first_token_id=0, n_prefix=0, n_nulls=0), progress=False)
+    table = probe_model(model, CFG.replace(first_token_id=0, n_prefix=0, n_nulls=0), progress=False).table
     b = induction_batch(24, 32, 42, (3, 120))
     tokens = b.tokens.copy()
     tokens[:, 0] = 0
@@ -49,7 +55,7 @@ def test_probe_with_first_token_id_reads_attention_to_that_token():
         att = model(torch.as_tensor(tokens), output_attentions=True).attentions
     first = np.stack([x[:, :, -1, 0].numpy() for x in att], 1).mean(0)  # (L, H)
     np.testing.assert_allclose(table["mass_first_token"], first.ravel(), rtol=1e-4)
-    plain = probe_model(model, CFG.replace(n_prefix=0, n_nulls=0), progress=False)
+    plain = probe_model(model, CFG.replace(n_prefix=0, n_nulls=0), progress=False).table
     assert not np.allclose(plain["mass_first_token"], table["mass_first_token"])
 
 
@@ -57,7 +63,7 @@ def test_probe_is_deterministic():
     model = tiny_model("olmoe")
     a = probe_model(model, CFG, progress=False)
     b = probe_model(model, CFG, progress=False)
-    assert a.equals(b)
+    assert a.table.equals(b.table) and np.array_equal(a.nulls, b.nulls) and np.array_equal(a.replicates, b.replicates)
 
 
 def test_probe_vocab_range_error():

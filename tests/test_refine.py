@@ -15,7 +15,8 @@ from circuitdev.errors import DataError, ModelUnavailableError
 from circuitdev.sources.panels import load_panel
 from circuitdev.sources.refine import PYTHIA_STEPS, candidate_revisions, refine_panel
 from circuitdev.sources.run import probe_panel
-from circuitdev.sources.store import load_boot_replicates, load_panel_table, refined_revisions
+from circuitdev.sources.records import load_boot_replicates, load_panel_table
+from circuitdev.sources.refined import refined_revisions
 from conftest import TINY_TOKENS_PER_STEP, write_tiny_panel
 
 
@@ -43,9 +44,9 @@ def test_candidates_are_the_checkpoint_folders_not_yet_probed(grid_panel, tmp_pa
 
 def test_refinement_stays_inside_the_largest_jump_and_respects_k(grid_panel, tmp_path):
     out = tmp_path / "results"
-    probe_panel(grid_panel, results_dir=out, progress=False)
+    probe_panel(load_panel(grid_panel), results_dir=out, progress=False)
     lines: list[str] = []
-    steps = refine_panel(grid_panel, metric=step_metric(6), metric_name="onset", max_new=4, results_dir=out,
+    steps = refine_panel(load_panel(grid_panel), metric=step_metric(6), metric_name="onset", max_new=4, results_dir=out,
                          log=lines.append)
     probed = [s.chosen for s in steps if s.chosen is not None]
     # window step4 -> step8; log-midpoint of 4096 and 8192 tokens is 5793 -> step6; then the changing half
@@ -60,14 +61,14 @@ def test_refinement_stays_inside_the_largest_jump_and_respects_k(grid_panel, tmp
     assert set(load_boot_replicates(out, "tiny-grid")["revision"]) == {"step0", "step4", "step5", "step6", "step8"}
     assert len(set(table["config_hash"])) == 1  # refined revisions use the records' configuration
 
-    again = refine_panel(grid_panel, metric=step_metric(2), metric_name="early", max_new=1, results_dir=out)
+    again = refine_panel(load_panel(grid_panel), metric=step_metric(2), metric_name="early", max_new=1, results_dir=out)
     assert [s.chosen.name for s in again] == ["step2"]  # K = 1: one revision, inside step0 -> step4
 
 
 def test_show_lists_the_refined_revisions(grid_panel, tmp_path, capsys):
     out = tmp_path / "results"
-    probe_panel(grid_panel, results_dir=out, progress=False)
-    refine_panel(grid_panel, metric=step_metric(6), max_new=1, results_dir=out)
+    probe_panel(load_panel(grid_panel), results_dir=out, progress=False)
+    refine_panel(load_panel(grid_panel), metric=step_metric(6), max_new=1, results_dir=out)
     capsys.readouterr()
     assert main(["show", "--panel", str(grid_panel), "--out", str(out)]) == 0
     text = capsys.readouterr().out
@@ -78,10 +79,10 @@ def test_show_lists_the_refined_revisions(grid_panel, tmp_path, capsys):
 
 def test_refinement_needs_records_and_candidates(grid_panel, tmp_path):
     with pytest.raises(DataError, match="circuitdev probe"):  # nothing probed yet
-        refine_panel(grid_panel, metric=step_metric(6), max_new=1, results_dir=tmp_path / "empty")
+        refine_panel(load_panel(grid_panel), metric=step_metric(6), max_new=1, results_dir=tmp_path / "empty")
     full = write_tiny_panel(tmp_path / "full", "gpt_neox", 2, "tiny-full")  # every checkpoint already listed
     with pytest.raises(DataError, match="no candidate"):
-        refine_panel(full, metric=step_metric(1), max_new=1, results_dir=tmp_path / "r")
+        refine_panel(load_panel(full), metric=step_metric(1), max_new=1, results_dir=tmp_path / "r")
 
 
 def test_offline_hub_panel_without_candidates_is_a_clear_error(tmp_path):

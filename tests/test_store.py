@@ -17,7 +17,8 @@ from circuitdev.sources.panels import load_panel
 from circuitdev.measure.probe import probe_model
 from circuitdev.schema import DEV_KEY_COLUMNS, SEL_COLUMNS
 from circuitdev.sources.run import probe_panel
-from circuitdev.sources.store import RECORD_COLUMNS, load_panel_table, read_record, record_paths, record_status
+from circuitdev.sources.records import PanelRecords, load_panel_table
+from circuitdev.sources.store import RECORD_COLUMNS, read_record, record_paths, record_status
 
 REVS = ["step0", "step1", "step2"]
 
@@ -37,7 +38,7 @@ class Counting:
 
 
 def run(panel, out, **kw):
-    return probe_panel(panel, results_dir=out, progress=False, **kw)
+    return probe_panel(load_panel(panel, results_dir=out), results_dir=out, progress=False, **kw)
 
 
 def record_bytes(out, name="tiny-gptneox") -> dict[str, bytes]:
@@ -58,8 +59,8 @@ def test_record_layout_and_sidecar(reference, tiny_panel):
     panel = load_panel(tiny_panel)
     for rev in panel.revisions:
         paths = record_paths(out, panel.name, rev.name)
-        table = read_record(out, panel.name, rev.name)
-        meta = json.loads(paths.sidecar.read_text())
+        table, meta = read_record(out, panel.name, rev.name)
+        assert meta == json.loads(paths.sidecar.read_text())
         data = paths.parquet.read_bytes()
         assert meta["parquet"]["sha256"] == hashlib.sha256(data).hexdigest()  # independent re-hash
         assert meta["parquet"]["rows"] == len(table) == 2 * 4  # 2 layers x 4 heads
@@ -173,8 +174,8 @@ def test_other_configuration_is_archived_and_restored(reference, tiny_panel, tmp
     fn = Counting()
     results = run(panel, tmp_path, config=other, revisions=["step0"], probe_fn=fn)
     assert [r.action for r in results] == ["computed"] and "stale" in results[0].reason
-    table = read_record(tmp_path, panel.name, "step0", config_hash=other.config_hash())
-    assert table.attrs["record"]["config"]["n"] == 12
+    _, meta = read_record(tmp_path, panel.name, "step0", config_hash=other.config_hash())
+    assert meta["config"]["n"] == 12
     old_hash = panel.probe_config().config_hash()
     assert record_paths(tmp_path, panel.name, "step0", old_hash).parquet.read_bytes() == ref["step0"]
     # the table now mixes configurations across revisions: refuse, or pick one
@@ -195,9 +196,9 @@ def test_load_panel_table(reference, tiny_panel, tmp_path):
     assert list(table.columns[: len(DEV_KEY_COLUMNS) + 6]) == [*DEV_KEY_COLUMNS, *SEL_COLUMNS]
     assert len(table) == 3 * 8 and table.revision.unique().tolist() == REVS
     assert table.tokens_b.tolist() == [r.tokens / 1e9 for r in panel.revisions for _ in range(8)]
-    assert (table.source == "probe").all() and table.attrs["config_hash"] == panel.probe_config().config_hash()
+    assert (table.source == "probe").all() and (table.config_hash == panel.probe_config().config_hash()).all()
     for rev in REVS:  # the same values as each record read alone
-        alone = read_record(out, panel.name, rev)
+        alone, _ = read_record(out, panel.name, rev)
         part = table[table.revision == rev].reset_index(drop=True)[alone.columns]
         pd.testing.assert_frame_equal(part, alone, check_like=False)
     # without the panel file: read the results folder, ordered by tokens
@@ -207,11 +208,96 @@ def test_load_panel_table(reference, tiny_panel, tmp_path):
     record_paths(tmp_path, panel.name, "step1").sidecar.unlink()
     with pytest.raises(DataError, match=r"step1 \(corrupt"):
         load_panel_table(tmp_path, tiny_panel)
-    skipped = load_panel_table(tmp_path, tiny_panel, on_missing="skip")
-    assert skipped.revision.unique().tolist() == ["step0", "step2"] and skipped.attrs["missing"]
+    read = PanelRecords.open(tmp_path, tiny_panel).read(on_missing="skip")
+    assert read.table.revision.unique().tolist() == ["step0", "step2"] and read.missing[0].startswith("step1 (corrupt")
+    assert list(read.sidecars) == ["step0", "step2"] and read.config_hash == panel.probe_config().config_hash()
 
 
 def test_toy_source_column(make_tiny_panel, tmp_path):
     path = make_tiny_panel("olmoe", revisions=1, name="toy-tinyolmoe")
     run(path, tmp_path / "out")
     assert (load_panel_table(tmp_path / "out", path).source == "toy").all()
+
+
+def test_null_draws_are_a_record_file(reference, tiny_panel, tmp_path):
+    """The null draws are stored beside the record like the replicates, vouched for by the sidecar, and read back
+    as one table; their F6 statistics equal those of the draws the probe returned."""
+    from circuitdev.analysis import findings
+
+    _, out = reference
+    panel = load_panel(tiny_panel)
+    cfg = panel.probe_config()
+    paths = record_paths(out, panel.name, "step2")
+    meta = json.loads(paths.sidecar.read_text())
+    assert cfg.n_nulls > 0 and meta["nulls"]["n_nulls"] == cfg.n_nulls and meta["nulls"]["rows"] == cfg.n_nulls * 8
+    read = PanelRecords.open(out, tiny_panel).read()
+    nulls = read.nulls()
+    assert list(nulls.columns) == ["panel", "revision", "tokens_b", "draw", "layer", "head", "sel_null_induction"]
+    assert len(nulls) == 3 * cfg.n_nulls * 8
+    stats = findings.null_statistics(read.table, nulls=nulls)
+    summary = meta["probe_summary"]["null"]  # what the probe computed from its own draws
+    last = stats[stats.revision == "step2"].iloc[0]
+    assert (last.n_nulls, last.null_p99, last.null_max, last.real_max, last.k_above) == (
+        summary["n_nulls"], summary["null_p99"], summary["null_max"], summary["real_max"], summary["k_above_null_p99"])
+    shutil.copytree(out, tmp_path, dirs_exist_ok=True)
+    _flip_byte(record_paths(tmp_path, panel.name, "step2").nulls)
+    st = record_status(record_paths(tmp_path, panel.name, "step2"), panel=panel.name, revision="step2")
+    assert st.state == "corrupt" and "nulls.parquet" in st.reason
+
+
+def test_retrained_weights_make_a_record_stale(make_tiny_panel, tmp_path):
+    """A record knows which weights it measured: after the checkpoint is replaced under the same panel name, the
+    record is stale (readers skip it, `probe` recomputes it) -- and an unchanged file is not hashed again."""
+    from tiny_models import tiny_model
+
+    path = make_tiny_panel(revisions=2)
+    out = tmp_path / "out"
+    run(path, out)
+    panel = load_panel(path)
+    meta = json.loads(record_paths(out, panel.name, "step1").sidecar.read_text())
+    assert meta["weights"]["kind"] == "sha256" and len(meta["weights"]["id"]) == 64
+    assert [r.action for r in run(path, out)] == ["skipped", "skipped"]
+    tiny_model("gpt_neox", seed=7).save_pretrained(panel.revision_path("step1"))  # other weights, same name
+    st = PanelRecords.open(out, path).status_of("step1")
+    assert st.state == "stale" and "other weights" in st.reason
+    assert PanelRecords.open(out, path).read(on_missing="skip").missing[0].startswith("step1 (stale")
+    fn = Counting()
+    assert [r.action for r in run(path, out, probe_fn=fn)] == ["skipped", "computed"] and fn.calls == 1
+    assert PanelRecords.open(out, path).status_of("step1").complete
+
+
+def test_toy_records_know_their_recipe(make_tiny_panel, tmp_path):
+    """A toy panel's identity is its recipe's hash (the model folder's recipe.json): retraining with another recipe
+    makes the records stale, the same recipe keeps them."""
+    path = make_tiny_panel(revisions=1, name="toy-tinyrecipe")
+    panel = load_panel(path)
+    recipe = Path(panel.model) / "recipe.json"
+    recipe.write_text(json.dumps({"hash": "aaaaaaaaaaaa"}))
+    out = tmp_path / "out"
+    run(path, out)
+    assert json.loads(record_paths(out, panel.name, "step0").sidecar.read_text())["weights"] == {
+        "kind": "recipe", "id": "aaaaaaaaaaaa"}
+    assert PanelRecords.open(out, path).status_of("step0").complete
+    recipe.write_text(json.dumps({"hash": "bbbbbbbbbbbb"}))
+    st = PanelRecords.open(out, path).status_of("step0")
+    assert st.state == "stale" and "toy recipe aaaaaaaaaaaa, now bbbbbbbbbbbb" in st.reason
+
+
+def test_format_1_records_stay_readable_and_probe_refreshes_them(reference, tiny_panel, tmp_path):
+    """A record written before the null draws had their own file (format 1: no nulls file, no weights) still loads;
+    `probe` rewrites it in the current format, the per-head table byte-identical."""
+    ref, out = reference
+    shutil.copytree(out, tmp_path, dirs_exist_ok=True)
+    paths = record_paths(tmp_path, "tiny-gptneox", "step0")
+    meta = json.loads(paths.sidecar.read_text())
+    meta.update(format="circuitdev.record/1")
+    meta.pop("nulls"), meta.pop("weights")
+    paths.nulls.unlink()
+    paths.sidecar.write_text(json.dumps(meta))
+    st = record_status(paths, panel="tiny-gptneox", revision="step0")
+    assert st.complete and "circuitdev.record/1" in st.outdated
+    read = PanelRecords.open(tmp_path, tiny_panel).read()
+    assert read.outdated() == ["step0"] and set(read.nulls()["revision"]) == {"step1", "step2"}
+    results = run(tiny_panel, tmp_path)
+    assert [r.action for r in results] == ["computed", "skipped", "skipped"] and "outdated" in results[0].reason
+    assert record_bytes(tmp_path) == ref and paths.nulls.is_file()

@@ -167,7 +167,7 @@ def test_probe_end_to_end(trained):
         assert config.first_token_id == 0  # trained with a BOS at every window start: probed with it at position 0
         extra = {k: 0 for k in ("n_nulls", "n_prefix") if hasattr(config, k)}
         model = load_revision(panel, panel.revisions[-1], progress=False)
-        table = probe_model(model, config.replace(**extra), progress=False)
+        table = probe_model(model, config.replace(**extra), progress=False).table
         assert len(table) == TINY.n_layer * TINY.n_head
         cols = {"sel_induction", "sel_first_token", "sel_first_token_allq", "mass_first_token_allq", "pr"}
         assert cols <= set(table.columns) and table[sorted(cols)].notna().all().all()

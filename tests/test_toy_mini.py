@@ -69,14 +69,15 @@ def test_mini_preset_forms_an_induction_head(tmp_path):
     final checkpoint: at least one head at >= 50x. Threads as the CLI picks them on a 2-core machine (2); other
     thread counts give other float results, and the book's three seeds at 2 threads all ended above 60x."""
     from circuitdev.sources.run import probe_panel
+    from circuitdev.sources.panels import load_panel
     from circuitdev.sources.store import read_record
 
     mini = PRESETS["mini"]
     result = train_family("gpt_neox", mini, tmp_path / "data", progress=False, threads=2)
     final = f"step{mini.steps}"
-    probe_panel(tmp_path / "data" / "panels" / f"{result['panel']}.yaml", revisions=[final],
+    probe_panel(load_panel(tmp_path / "data" / "panels" / f"{result['panel']}.yaml"), revisions=[final],
                 results_dir=tmp_path / "results", progress=False)
-    table = read_record(tmp_path / "results", result["panel"], final)
+    table, _ = read_record(tmp_path / "results", result["panel"], final)
     best = table.sort_values("sel_induction", ascending=False).iloc[0]
     assert best["sel_induction"] >= INDUCTION_THRESHOLD, (
         f"no induction head at {INDUCTION_THRESHOLD:g}x after {mini.steps} steps "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from circuitdev.schema import INDUCTION_THRESHOLD
+from circuitdev.sources.panels import load_panel
 from circuitdev.sources.run import probe_panel
 from circuitdev.sources.store import read_record
 from circuitdev.toy import FAMILIES, ToyRecipe, train_all
@@ -21,8 +22,8 @@ def test_the_shipped_recipe_forms_an_induction_head_in_every_family(tmp_path):
     for family, result in zip(FAMILIES, results):
         panel = tmp_path / "data" / "panels" / f"{result['panel']}.yaml"
         final = f"step{shipped.steps}"
-        probe_panel(panel, revisions=[final], results_dir=tmp_path / "results", progress=False)
-        table = read_record(tmp_path / "results", result["panel"], final)
+        probe_panel(load_panel(panel), revisions=[final], results_dir=tmp_path / "results", progress=False)
+        table, _ = read_record(tmp_path / "results", result["panel"], final)
         best = table.sort_values("sel_induction", ascending=False).iloc[0]
         assert best["sel_induction"] >= INDUCTION_THRESHOLD, (
             f"{family}: no induction head at {INDUCTION_THRESHOLD:g}x after {shipped.steps} steps "

@@ -16,7 +16,7 @@ BOS_THRESHOLD = 30.0  # first-token (sink) heads in the developmental counts (pe
 INDUCTION_THRESHOLD = 50.0  # induction circuit membership
 PREV_TOKEN_THRESHOLD = 100.0  # previous-token circuit (with the best-class condition)
 INTERVAL_LEVEL = 0.95  # coverage of every bootstrap interval: percentiles (1 - level) / 2 and (1 + level) / 2
-BOOT_ATTR = "boot_replicates"  # table.attrs key of a probe's (B, 6, L, H) bootstrap replicates (HEAD_CLASSES order)
+MATCHED_RANDOM_SEED = 123  # the paper's RandomState seed of the matched-random ablation control (method reference §5)
 
 # Group ablation modes: "zero" (the paper's only one) or "mean" (method reference §5).
 AblationMode = Literal["zero", "mean"]

@@ -15,7 +15,7 @@ Defaults reproduce the paper exactly (method reference §2, §6):
   circuit and induction milestones; 100x for previous-token formation in F5.
 
 Intervals (issue 14): F1-F4 accept `boot=`, the bootstrap replicates of the table's records
-(`sources.store.load_boot_replicates`), and then add `<column>_lo` / `<column>_hi` (95%, from the same resamples for
+(`sources.records.RecordSet.boot`), and then add `<column>_lo` / `<column>_hi` (95%, from the same resamples for
 every head: `analysis.uncertainty`); without it (the published tier has no per-sequence data) their output is
 exactly the paper's computation. `floor_verdict` states F1 per panel as holds / fails / within noise.
 """
@@ -411,6 +411,31 @@ def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3,
 NULL_COLUMNS = ("revision", "tokens_b", "null_p99", "null_max", "real_max", "k_above")
 
 
+def null_statistics(dev: pd.DataFrame, *, nulls: pd.DataFrame | None = None) -> pd.DataFrame:
+    """F6 per revision, from the records' null draws (`nulls`: one row per (panel, revision, draw, layer, head) with
+    sel_null_induction, as `Tier.nulls` / `RecordSet.nulls` hold them; `Tiers.apply(..., nulls=True)` passes them).
+
+    One row per (panel, revision) that has draws: panel, revision, tokens_b, n_nulls (draws per head), null_p99
+    (the 99th percentile over every draw of every head, the paper's statistic), null_max, real_max (the largest
+    real induction selectivity at that revision, from `dev`), k_above (heads whose real selectivity exceeds
+    null_p99). Empty without draws (the published tier has none)."""
+    columns = ["panel", "revision", "tokens_b", "n_nulls", "null_p99", "null_max", "real_max", "k_above"]
+    if nulls is None or len(nulls) == 0:
+        return pd.DataFrame(columns=columns)
+    require(nulls, ["panel", "revision", "tokens_b", "draw", "sel_null_induction"], "null_statistics")
+    real = dev.groupby(["panel", "revision"], sort=False)["sel_induction"]
+    rows = []
+    for (panel, revision), g in nulls.groupby(["panel", "revision"], sort=False):
+        draws = g["sel_null_induction"].to_numpy(dtype=float)
+        p99 = float(np.percentile(draws, 99))
+        sel = real.get_group((panel, revision)).to_numpy(dtype=float) if (panel, revision) in real.groups \
+            else np.array([np.nan])
+        rows.append({"panel": panel, "revision": revision, "tokens_b": float(g["tokens_b"].iloc[0]),
+                     "n_nulls": int(g["draw"].nunique()), "null_p99": p99, "null_max": float(draws.max()),
+                     "real_max": float(np.nanmax(sel)), "k_above": int((sel > p99).sum())})
+    return pd.DataFrame(rows, columns=columns)
+
+
 def noise_floor(nulls: pd.DataFrame | None, *, panels: Sequence[str] = (), stable_ratio: float = 2.0) -> pd.DataFrame:
     """F6: is the selectivity noise floor stable across training?
 
@@ -651,3 +676,23 @@ def milestone_window_comparison(dev: pd.DataFrame, grid: Sequence[str], *, boot:
                      "narrowing": gw / fw if fw > 0 else np.nan})
     return pd.DataFrame(rows, columns=["panel", "milestone", "grid_window", "refined_window", "grid_width_tokens_b",
                                        "refined_width_tokens_b", "narrowing"])
+
+
+@dataclass
+class PanelView:
+    """One record panel as the refinement page reads it: its table (refined revisions included), its bootstrap
+    replicates, the revisions of its panel file (the default grid) and the log of `circuitdev refine`
+    (`Chapter.panel_view` builds it)."""
+
+    name: str
+    tier: str
+    table: pd.DataFrame
+    boot: pd.DataFrame | None
+    grid: list[str]
+    refined: pd.DataFrame
+
+    def apply_on_grid(self, fn, **kwargs) -> pd.DataFrame:
+        """`fn(table, boot=replicates, **kwargs)` on the default grid only (the refined revisions left out), to
+        compare a finding with and without refinement."""
+        keep = lambda df: None if df is None else df[df["revision"].isin(self.grid)]  # noqa: E731
+        return fn(keep(self.table), boot=keep(self.boot), **kwargs)

@@ -1,7 +1,7 @@
 """How sure is a finding: intervals of derived quantities from the probe's bootstrap replicates (issue 14).
 
 A probe with n_boot > 0 stores, beside each record, B replicates of every head's six selectivities, each computed on
-the same resample of the batch's sequences (`measure.bootstrap`, `sources.store.load_boot_replicates`). Replicate b
+the same resample of the batch's sequences (`measure.bootstrap`, `sources.records.RecordSet.boot`). Replicate b
 of the whole developmental table is the table with every selectivity replaced by its b-th replicate; a findings
 quantity (a BOS fraction, a per-layer count, a circuit and its recall, a milestone revision) computed on each of the
 B tables gives B values from the same draws for every head, and their percentiles are its 95% interval. So every
@@ -70,7 +70,7 @@ class Replicates:
         missing = [c for c in (*KEYS, "replicate", *SEL_COLUMNS) if c not in boot.columns]
         if missing:
             raise DataError(f"bootstrap replicates lack column(s) {missing}; load them with "
-                            "circuitdev.sources.store.load_boot_replicates")
+                            "circuitdev.sources.records.RecordSet.boot")
         rows = dev[KEYS].reset_index(drop=True).assign(_row=np.arange(len(dev)))
         m = boot.merge(rows, on=KEYS, how="inner")
         per_panel = m.groupby("panel")["replicate"].max()

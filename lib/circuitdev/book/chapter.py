@@ -68,6 +68,27 @@ class Chapter:
             display.note(tier.note, title="No data for this page")
         return tier
 
+    def panel_view(self, name: str):
+        """One record panel as the refinement page reads it (`findings.PanelView`): from the first present tier
+        holding it, with its default grid (the revisions of its panel file) and the log of `circuitdev refine`;
+        None when no tier holds it."""
+        from circuitdev.analysis.findings import PanelView
+        from circuitdev.errors import ConfigError
+        from circuitdev.sources.panels import load_panel
+        from circuitdev.sources.refined import refined_log
+
+        for t in self.tiers.present:
+            if name in t.panels:
+                table = t.table[t.table["panel"] == name].reset_index(drop=True)
+                boot = t.boot[t.boot["panel"] == name] if t.boot is not None else None
+                try:
+                    grid = load_panel(name, resolve_hub=False).revision_names  # the file's: without refined ones
+                except ConfigError:
+                    grid = list(pd.unique(table["revision"]))
+                return PanelView(name, t.name, table, boot if boot is not None and len(boot) else None, grid,
+                                 refined_log(self.folders.results_dir, name))
+        return None
+
     def seed_spread(self, fn: Callable[..., pd.DataFrame], column: str, *, fmt: str = "{:g}",
                     **kwargs) -> pd.DataFrame:
         """Across the seed replicas of each toy panel (`<panel>-s<seed>`, probed when the build's `toy_seeds` lists

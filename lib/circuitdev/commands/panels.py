@@ -1,5 +1,5 @@
 """`circuitdev panels`: list the panels, show one panel's revisions, freeze a hub-listed panel; thin over
-`circuitdev.sources.panels` (and `circuitdev.sources.store.panel_status` for --status)."""
+`circuitdev.sources.panels` (and `circuitdev.sources.records.panel_status` for --status)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ examples:
 a panel file (YAML): name, model (HF id or a folder relative to the file, one sub-folder per revision holding a
 `save_pretrained` checkpoint), family (gpt_neox | olmo | olmoe | llama), dtype (fp32 | fp16 | bf16), revisions
 (a list of {name, tokens[, step]}, or {log_spaced: N} for a hub model), optional tokens_per_step, description,
-source (probe | toy) and probe: (ProbeConfig defaults). See lib/circuitdev/panels.py.
+source (probe | toy) and probe: (ProbeConfig defaults). See lib/circuitdev/sources/panels.py.
 """
 
 
@@ -80,7 +80,7 @@ def run(args) -> int:
                           for r in panel.revisions])
     if args.status:
         from circuitdev.paths import results_dir as default_results_dir
-        from circuitdev.sources.store import panel_status
+        from circuitdev.sources.records import panel_status
 
         status = panel_status(args.out or default_results_dir(), panel)
         table = table.merge(status[["revision", "state", "config_hash", "reason"]], on="revision")

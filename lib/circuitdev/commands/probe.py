@@ -102,17 +102,15 @@ def run(args) -> int:
     from circuitdev.sources.panels import load_panel
     from circuitdev.paths import results_dir as default_results_dir
     from circuitdev.sources.run import probe_panel
-    from circuitdev.sources.store import with_refined
 
-    panel = load_panel(args.panel)
+    out = args.out or default_results_dir()
+    panel = load_panel(args.panel, results_dir=out)  # with the revisions `circuitdev refine` added
     fields = read_probe_config(args.probe_config)
     fields.update(parse_sets(args.set))
     explicit = {"n": args.n, "seq_len": args.seq_len, "vocab_range": args.vocab_range, "batch_size": args.batch_size,
                 "dtype": args.dtype, "device": args.device}
     fields.update({k: v for k, v in explicit.items() if v is not None})
     config = panel.probe_config(**fields)
-    out = args.out or default_results_dir()
-    panel = with_refined(panel, out)  # the revisions `circuitdev refine` added are the panel's too
     revs = panel.select(args.revision)
     print(f"probe {panel.name}: {len(revs)} revision(s), configuration {config.config_hash()}, dtype {config.dtype}, "
           f"-> {Path(out) / panel.name}")

@@ -1,5 +1,5 @@
 """`circuitdev show`: print a stored record as a table (or a panel's records as a developmental summary); thin over
-`circuitdev.sources.store`."""
+`circuitdev.sources.store` and `sources.records`."""
 
 from __future__ import annotations
 
@@ -56,7 +56,9 @@ def run(args) -> int:
     from circuitdev.errors import ConfigError, DataError
     from circuitdev.sources.panels import load_panel
     from circuitdev.paths import results_dir as default_results_dir
-    from circuitdev.sources.store import load_panel_table, read_record, refined_revisions, with_refined
+    from circuitdev.sources.records import PanelRecords
+    from circuitdev.sources.refined import refined_revisions
+    from circuitdev.sources.store import read_record
 
     if args.record is not None:
         if args.panel or args.revision:
@@ -67,13 +69,13 @@ def run(args) -> int:
         results, panel_name, revision = path.parent.parent, path.parent.name, path.stem
     elif args.panel:
         results = args.out or default_results_dir()
-        panel = with_refined(load_panel(args.panel, resolve_hub=False), results)
+        panel = load_panel(args.panel, results_dir=results, resolve_hub=False)
         panel_name = panel.name
         revision = panel.revision(args.revision).name if args.revision else None
         if revision is None:
             if args.sidecar:
                 raise ConfigError("--sidecar needs a --revision")
-            table = load_panel_table(results, panel, on_missing="skip")
+            table = PanelRecords(results, panel.name, panel).read(on_missing="skip").table
             summary = revision_summary(table)
             refined = {r.name for r in refined_revisions(results, panel.name)}
             if refined:  # the revisions `circuitdev refine` added to the panel's own grid
@@ -82,12 +84,11 @@ def run(args) -> int:
     else:
         raise ConfigError("say what to show: a record FILE, or --panel NAME [--revision R]")
 
-    table = read_record(results, panel_name, revision)
+    table, meta = read_record(results, panel_name, revision)
     if args.sidecar:
-        json.dump(table.attrs["record"], sys.stdout, indent=2)
+        json.dump(meta, sys.stdout, indent=2)
         print()
         return 0
-    meta = table.attrs["record"]
     cols = DEFAULT_COLUMNS if not args.columns else (list(table.columns) if args.columns == ["all"] else args.columns)
     unknown = [c for c in cols if c not in table.columns]
     if unknown:

@@ -17,7 +17,7 @@ from circuitdev.measure.batch import InductionBatch
 from circuitdev.measure.capture import as_token_tensor, chunks, envoy
 from circuitdev.errors import ConfigError
 from circuitdev.measure.families import Layout, family_of
-from circuitdev.schema import AblationMode
+from circuitdev.schema import MATCHED_RANDOM_SEED, AblationMode
 
 HeadSpec = dict[int, list[int]]
 
@@ -106,7 +106,7 @@ def evaluate(model: torch.nn.Module, batch: InductionBatch, spec: HeadSpec | Non
     return metrics(query_logits(model, batch, spec, **kwargs), batch.target)
 
 
-def matched_random(spec: HeadSpec, n_heads: int, *, seed: int = 123) -> HeadSpec:
+def matched_random(spec: HeadSpec, n_heads: int, *, seed: int = MATCHED_RANDOM_SEED) -> HeadSpec:
     """Same layers and per-layer counts as `spec`, drawn from the other heads of each layer (count capped by how many
     there are). One RandomState(seed) is drawn sequentially over the layers in the spec's order, as the authors do."""
     rng = np.random.RandomState(seed)
@@ -130,7 +130,7 @@ def ablation_suite(
     spec: HeadSpec,
     *,
     name: str = "screen",
-    random_seeds: tuple[int, ...] = (123,),
+    random_seeds: tuple[int, ...] = (MATCHED_RANDOM_SEED,),
     mode: AblationMode = "zero",
     batch_size: int = 8,
 ) -> pd.DataFrame:

@@ -1,12 +1,15 @@
 """One probe run of one checkpoint: batch → capture → screen · PR · alternative metrics → a per-head table.
 
-This is what `circuitdev probe` stores per (panel, revision, configuration). Ablations and the PR null are separate
-calls (they need other forward passes and are run at the final revision only).
+`probe_model` returns a `ProbeResult`: the per-head table and, beside it, what is not one value per head (the
+bootstrap replicates, the null draws, timings). This is what `circuitdev probe` stores per (panel, revision,
+configuration). Ablations and the PR null are separate calls (they need other forward passes and are run at the
+final revision only).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -17,12 +20,37 @@ from circuitdev.measure.bootstrap import bootstrap_selectivities, percentile_int
 from circuitdev.measure.capture import Capture, as_token_tensor, capture, prefix_matching_scores, trace_layers
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.measure.families import Layout, family_of
-from circuitdev.schema import BOOT_ATTR, HEAD_CLASSES, sel_column
+from circuitdev.schema import HEAD_CLASSES, sel_column
 from circuitdev.measure.classify import circuit_memberships, classify
 from circuitdev.measure.screen import null_selectivity, selectivities
 from circuitdev.measure.spectral import head_prs, participation_ratios
 
 
+@dataclass(frozen=True)
+class ProbeResult:
+    """What one probe of one checkpoint measured."""
+
+    table: pd.DataFrame  # one row per (layer, head): see `probe_model`
+    family: str  # the architecture family (measure.families)
+    n_valid: int  # sequences of the batch whose A/B positions are valid
+    replicates: np.ndarray | None = None  # (B, 6, L, H) bootstrap replicates, classes in HEAD_CLASSES order
+    nulls: np.ndarray | None = None  # (n_nulls, L, H) null induction selectivities (method reference §3)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+
+    @property
+    def null_summary(self) -> dict | None:
+        """The whole-model null statistics of F6: n_nulls, null_p99, null_max, real_max, k_above_null_p99."""
+        if self.nulls is None:
+            return None
+        p99 = float(np.percentile(self.nulls, 99))
+        real = self.table["sel_induction"]
+        return {"n_nulls": int(len(self.nulls)), "null_p99": p99, "null_max": float(self.nulls.max()),
+                "real_max": float(real.max()), "k_above_null_p99": int((real > p99).sum())}
+
+    def summary(self) -> dict:
+        """The per-revision facts a record's sidecar keeps (family, valid sequences, null statistics)."""
+        return {"family": self.family, "n_valid": self.n_valid,
+                **({"null": self.null_summary} if self.nulls is not None else {})}
 
 
 def batch_for(config: ProbeConfig) -> InductionBatch:
@@ -32,8 +60,10 @@ def batch_for(config: ProbeConfig) -> InductionBatch:
     )
 
 
-def head_table(cap: Capture, batch: InductionBatch, config: ProbeConfig) -> pd.DataFrame:
-    """Per-head screen from a capture: six selectivities, classification, circuits, PR, first-token masses."""
+def head_table(cap: Capture, batch: InductionBatch, config: ProbeConfig
+               ) -> tuple[pd.DataFrame, np.ndarray | None, float]:
+    """Per-head screen from a capture: six selectivities, classification, circuits, PR, first-token masses.
+    Returns (table, bootstrap replicates (B, 6, L, H) or None when config.n_boot = 0, seconds the bootstrap took)."""
     L, H = cap.n_layers, cap.n_heads
     sel = selectivities(
         cap.attn_rows,
@@ -46,7 +76,7 @@ def head_table(cap: Capture, batch: InductionBatch, config: ProbeConfig) -> pd.D
     table = pd.DataFrame({"layer": layer, "head": head})
     for c in HEAD_CLASSES:
         table[sel_column(c)] = sel[c].reshape(-1)
-    replicates = None
+    replicates, boot_s = None, 0.0
     if config.n_boot:  # 95% intervals from resampling the sequences (no forward pass: the query rows are captured)
         t0 = time.perf_counter()
         replicates = bootstrap_selectivities(
@@ -74,21 +104,17 @@ def head_table(cap: Capture, batch: InductionBatch, config: ProbeConfig) -> pd.D
     table["sel_first_token_allq"] = (mass_allq / base_allq.clamp(min=1e-8)).reshape(-1).numpy()
     table["mass_first_token_allq"] = mass_allq.reshape(-1).numpy()
     table["is_sink_gu"] = table["mass_first_token_allq"] > config.sink_rate_epsilon
-    if replicates is not None:  # not a column: the store writes them to the record's replicate file
-        table.attrs[BOOT_ATTR] = replicates
-        table.attrs["timings"] = {"boot_s": boot_s}
-    return table
+    return table, replicates, boot_s
 
 
-def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, progress: bool = True) -> pd.DataFrame:
+def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, progress: bool = True) -> ProbeResult:
     """Screen every head of `model` (an eager-attention HF CausalLM) with `config`; one row per (layer, head).
 
     Columns: layer, head, sel_<class> x6, sel_<class>_lo / _hi x6 (95% bootstrap intervals; absent when
     config.n_boot = 0), best_class, best_selectivity, second_class, second_selectivity,
     classification, in_induction_circuit, in_prev_token_circuit, is_bos, pr, mass_first_token,
-    sel_first_token_allq, mass_first_token_allq, is_sink_gu, prefix_matching, null_induction_p99.
-    `table.attrs` holds timings, the whole-model null statistics (null_p99, null_max, real_max, k_above_null_p99)
-    and, under BOOT_ATTR, the bootstrap replicates (B, 6, L, H) the intervals come from.
+    sel_first_token_allq, mass_first_token_allq, is_sink_gu, prefix_matching, null_induction_p99 -- as
+    `result.table`; the bootstrap replicates the intervals come from, the null draws and the timings beside it.
     """
     config = config or ProbeConfig()
     layout = family_of(model)
@@ -100,9 +126,10 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
                   progress=progress)
     timings["capture_s"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    table = head_table(cap, batch, config)
+    table, replicates, boot_s = head_table(cap, batch, config)
     timings["screen_s"] = time.perf_counter() - t1  # includes the bootstrap, also timed on its own (boot_s)
-    timings.update(table.attrs.pop("timings", {}))
+    if replicates is not None:
+        timings["boot_s"] = boot_s
     if config.n_prefix:
         t2 = time.perf_counter()
         rep = repeated_batch(config.n_prefix, config.seq_len, config.seed, config.vocab_range,
@@ -113,6 +140,7 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
         timings["prefix_s"] = time.perf_counter() - t2
     else:
         table["prefix_matching"] = np.nan
+    nulls = None
     if config.n_nulls:
         t3 = time.perf_counter()
         nulls = null_selectivity(
@@ -120,22 +148,12 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
             baseline_size=config.baseline_size, baseline_seed=config.baseline_seed,
         )  # (draws, L, H)
         table["null_induction_p99"] = np.percentile(nulls, 99, axis=0).reshape(-1)
-        p99 = float(np.percentile(nulls, 99))
-        table.attrs["null"] = {
-            "n_nulls": config.n_nulls,
-            "null_p99": p99,
-            "null_max": float(nulls.max()),
-            "real_max": float(table["sel_induction"].max()),
-            "k_above_null_p99": int((table["sel_induction"] > p99).sum()),
-        }
         timings["null_s"] = time.perf_counter() - t3
     else:
         table["null_induction_p99"] = np.nan
     timings["total_s"] = time.perf_counter() - t0
-    table.attrs["timings"] = timings
-    table.attrs["family"] = layout.family.name
-    table.attrs["n_valid"] = int(batch.valid.sum())
-    return table
+    return ProbeResult(table, family=layout.family.name, n_valid=int(batch.valid.sum()), replicates=replicates,
+                       nulls=nulls, timings=timings)
 
 
 def null_pr(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int = 2000, seed: int = 2026) -> np.ndarray:

@@ -3,7 +3,7 @@
 Rules, all enforced here: eager attention by default (the probes need attention probabilities; `sdpa` returns none),
 the panel's dtype unless overridden, the device chosen automatically (CUDA, then Apple MPS, then CPU), weights only
 from safetensors (`use_safetensors=True`) and never `trust_remote_code`. The caller keeps one revision in memory at a
-time: `del model; free_memory()` before loading the next (`circuitdev.sources.store.probe_panel` does).
+time: `del model; free_memory()` before loading the next (`circuitdev.sources.run.probe_panel` does).
 
 Every failure a user can fix becomes a `ModelUnavailableError` naming the model, the revision and the fix: an offline or
 unreachable hub (populate the HF cache, or use a local-folder panel), a missing local folder (reported as a folder,
@@ -20,7 +20,7 @@ from typing import Literal
 import torch
 
 from circuitdev.errors import ConfigError, ModelUnavailableError
-from circuitdev.sources.panels import Panel, Revision, load_panel, normalize_dtype
+from circuitdev.sources.panels import Panel, Revision, normalize_dtype
 
 AttnImplementation = Literal["eager", "sdpa"]
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -84,7 +84,7 @@ def check_local_checkpoint(folder: Path, panel: Panel, revision: Revision) -> No
 
 
 def load_revision(
-    panel: Panel | str,
+    panel: Panel,
     revision: str | Revision,
     *,
     dtype: str | torch.dtype | None = None,
@@ -99,7 +99,8 @@ def load_revision(
     """
     from transformers import AutoModelForCausalLM
 
-    panel = load_panel(panel)
+    if not isinstance(panel, Panel):
+        raise TypeError(f"load_revision takes a Panel, got {panel!r}: load it with `load_panel(NAME)`")
     rev = revision if isinstance(revision, Revision) else panel.revision(revision)
     dev = resolve_device(device)
     tdtype = torch_dtype(dtype or panel.dtype)

@@ -112,7 +112,7 @@ class Panel:
 
     def with_revisions(self, extra: "tuple[Revision, ...] | list[Revision]") -> "Panel":
         """This panel with `extra` revisions merged in token order (those already listed, by name or by token count,
-        are skipped). `sources.store.with_refined` uses it for the revisions `circuitdev refine` added."""
+        are skipped). `load_panel(..., results_dir=...)` uses it for the revisions `circuitdev refine` added."""
         names, tokens = set(self.revision_names), {r.tokens for r in self.revisions}
         new = [r for r in extra if r.name not in names and r.tokens not in tokens]
         if not new:
@@ -199,10 +199,26 @@ def _names_hint() -> str:
     return "known panels: " + (", ".join(names) if names else "none") + "; see `circuitdev panels`"
 
 
-def load_panel(name_or_file: str | os.PathLike | Panel, *, resolve_hub: bool = True) -> Panel:
-    """Read and validate a panel file; errors name the file, the field and the fix (ConfigError)."""
+def load_panel(name_or_file: str | os.PathLike | Panel, *, results_dir: str | os.PathLike | None = None,
+               resolve_hub: bool = True) -> Panel:
+    """Read and validate a panel file; errors name the file, the field and the fix (ConfigError).
+
+    With `results_dir`, the panel comes with the revisions `circuitdev refine` added there (DIR/<panel>/
+    refined.yaml): pass it wherever records are read or written, so that every reader and the probe see the same
+    revisions. This is the one place a panel is built with its refined revisions."""
     if isinstance(name_or_file, Panel):
-        return name_or_file
+        panel = name_or_file
+    else:
+        panel = _read_panel_file(name_or_file, resolve_hub=resolve_hub)
+    if results_dir is None:
+        return panel
+    from circuitdev.sources.refined import refined_revisions  # refined.py builds Revisions of this module
+
+    extra = refined_revisions(results_dir, panel.name)
+    return panel.with_revisions(extra) if extra else panel
+
+
+def _read_panel_file(name_or_file: str | os.PathLike, *, resolve_hub: bool) -> Panel:
     path = find_panel_file(name_or_file)
     try:
         raw = yaml.safe_load(path.read_text())

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from circuitdev.errors import DataError
@@ -358,3 +359,28 @@ def load_ablation(directory: str | os.PathLike) -> pd.DataFrame:
                              "n_ablated": entry.get("n_ablated"), "heads": heads, "metric": metric,
                              "value": _number(path, f"{field}.{metric}", value)})
     return pd.DataFrame(rows, columns=columns)
+
+
+def authors_ablation(ablation: pd.DataFrame, model: str, *, task: str = "induction") -> pd.DataFrame:
+    """The authors' final-checkpoint ablations of one model and task, one row per condition: condition (baseline /
+    screen / matched_random / upper_bound / other), label (the authors' name), seed, n_ablated, heads, acc_top1,
+    loss. `ablation` is `load_ablation(...)` (`PublishedData.ablation`). Empty when absent."""
+    from circuitdev.schema import MATCHED_RANDOM_SEED
+
+    cols = ["condition", "label", "seed", "n_ablated", "heads", "acc_top1", "loss"]
+    ab = ablation[(ablation["model"] == model) & (ablation["task"] == task)] if len(ablation) else ablation
+    if ab.empty:
+        return pd.DataFrame(columns=cols)
+    wide = ab.pivot_table(index=["condition", "n_ablated", "heads"], columns="metric", values="value").reset_index()
+
+    def kind(label: str) -> str:
+        for key, name in (("baseline", "baseline"), ("induction_screen", "screen"),
+                          ("matched_random", "matched_random"), ("upper bound", "upper_bound")):
+            if (label == key) if key == "baseline" else (key in label):
+                return name
+        return "other"
+
+    wide["label"] = wide["condition"]
+    wide["condition"] = wide["label"].map(kind)
+    wide["seed"] = np.where(wide["condition"] == "matched_random", MATCHED_RANDOM_SEED, np.nan)  # their one seed
+    return wide.reindex(columns=cols)

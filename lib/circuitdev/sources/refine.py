@@ -8,13 +8,13 @@ known to lie between two of them. `refine_panel` narrows that window:
 2. inside the window, take the adjacent pair of probed revisions with the largest change of M (ties: the one
    widest in log tokens) that has a candidate checkpoint strictly between its ends, probe the candidate nearest
    the pair's midpoint in log tokens (a pair starting at step 0 counts from its first candidate), and record it
-   in the panel's refined list (`sources.store.add_refined`);
+   in the panel's refined list (`sources.refined.add_refined`);
 3. repeat until `max_new` revisions are probed, or no changing pair inside the window has a candidate left.
 
 So every new revision lies strictly inside the original window or one of its refined halves, and the window of the
 event shrinks towards the spacing of the candidates. New revisions are probed with the configuration of the panel's
-existing records and stored like any other record: `load_panel_table`, `circuitdev show --panel` and every page
-include them (`store.with_refined`).
+existing records and stored like any other record: every reader, `circuitdev show --panel` and every page include
+them (`load_panel(NAME, results_dir=DIR)`).
 
 Candidates (`candidate_revisions`): a folder panel offers its `candidates:` list (the toy trainer writes its dense
 checkpoint grid there) and any `step<N>` checkpoint sub-folder on disk; a hub panel offers the repository's
@@ -38,7 +38,8 @@ from circuitdev.atomic import write_atomic
 from circuitdev.errors import ConfigError, DataError, ModelUnavailableError
 from circuitdev.paths import results_dir as default_results_dir
 from circuitdev.sources.panels import Panel, Revision, list_hub_branches, load_panel
-from circuitdev.sources.store import add_refined, load_panel_table, with_refined
+from circuitdev.sources.records import PanelRecords
+from circuitdev.sources.refined import add_refined
 
 CANDIDATES_FILE = "candidates.yaml"  # DIR/<panel>/: the hub's branch list, cached for offline refinement
 _STEP_DIR = re.compile(r"^step(?P<step>\d+)(?:-tokens(?P<tokens_b>\d+)B)?$")
@@ -81,7 +82,7 @@ def candidate_revisions(panel: Panel, *, results_dir: str | os.PathLike | None =
     """Checkpoints of the panel that are not among its revisions (file + refined) and could be probed, in token
     order. Hub panels offline with no cached list and no known grid raise ModelUnavailableError."""
     root = Path(results_dir) if results_dir is not None else default_results_dir()
-    have = with_refined(panel, root)
+    have = load_panel(panel, results_dir=root)
     names, tokens = set(have.revision_names), {r.tokens for r in have.revisions}
     pool = _folder_candidates(panel) if panel.is_local else _hub_candidates(panel, root)
     out = {r.name: r for r in pool if r.name not in names and r.tokens not in tokens}
@@ -162,7 +163,7 @@ def _values(table: pd.DataFrame, panel: Panel, metric: Metric) -> tuple[list[Rev
 
 
 def refine_panel(
-    panel: Panel | str,
+    panel: Panel,
     *,
     metric: Metric,
     max_new: int,
@@ -181,7 +182,7 @@ def refine_panel(
         raise ConfigError(f"--max-new must be >= 1, got {max_new}")
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     say = log or (lambda msg: None)
-    base = load_panel(panel)
+    base = panel
     if probe is None:
         from circuitdev.sources.run import probe_panel as probe
 
@@ -195,9 +196,9 @@ def refine_panel(
     steps: list[RefineStep] = []
     window: tuple[int, int] | None = None
     while len(steps) < max_new:
-        pan = with_refined(base, root)
-        table = load_panel_table(root, pan)  # raises when a revision has no record: probe the panel first
-        config = dict(table.attrs["config"])
+        pan = load_panel(base, results_dir=root)
+        read = PanelRecords(root, pan.name, pan).read()  # raises when a revision has no record: probe it first
+        table, config = read.table, read.config
         revs, values = _values(table, pan, metric)
         pairs = [(i, abs(values[i + 1] - values[i])) for i in range(len(revs) - 1)]
         if window is None:

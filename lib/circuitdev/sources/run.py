@@ -23,12 +23,12 @@ from circuitdev.measure.classify import heads_of, is_class
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.paths import results_dir as default_results_dir
 from circuitdev.runinfo import git_state, package_versions
-from circuitdev.schema import BOOT_ATTR, INDUCTION_THRESHOLD
+from circuitdev.schema import INDUCTION_THRESHOLD, MATCHED_RANDOM_SEED
 from circuitdev.sources.loading import free_memory, load_revision, resolve_device
-from circuitdev.sources.panels import Panel, load_panel
-from circuitdev.sources.store import (RecordPaths, archive_record, clean_temp_files, record_paths, record_status,
-                                      restore_record, with_refined, write_record)
-
+from circuitdev.sources.panels import Panel
+from circuitdev.sources.records import PanelRecords
+from circuitdev.sources.store import RecordPaths, clean_temp_files, move_record, record_paths, write_record
+from circuitdev.sources.weights import loaded_identity
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class RunResult:
 
 
 def probe_panel(
-    panel: Panel | str,
+    panel: Panel,
     *,
     revisions: list[str] | None = None,
     config=None,
@@ -53,8 +53,9 @@ def probe_panel(
     probe_fn: Callable | None = None,
     log: Callable[[str], None] | None = None,
 ) -> list[RunResult]:
-    """Probe the panel's revisions (all -- the refined ones `circuitdev refine` added included --, or `revisions`)
-    and store one record each (with its bootstrap replicate file when config.n_boot > 0); skip complete records.
+    """Probe the panel's revisions (all, or `revisions`) and store one record each (with its bootstrap replicate
+    and null files when config.n_boot / n_nulls > 0); skip complete records. `panel` as `load_panel(NAME,
+    results_dir=...)` returns it: with the revisions `circuitdev refine` added.
 
     config: a ProbeConfig, or None for the panel's defaults (`Panel.probe_config`); `device` / `dtype` override
     it. Resume-safe: an interrupted run keeps every record it finished; re-running computes only what is missing,
@@ -65,57 +66,65 @@ def probe_panel(
 
     import transformers  # noqa: F401  (imported here so that load_s times the load, not the import)
 
+    if not isinstance(panel, Panel):
+        raise TypeError(f"probe_panel takes a Panel, got {panel!r}: load it with "
+                        "`load_panel(NAME, results_dir=...)` (sources.panels)")
     root = Path(results_dir) if results_dir is not None else default_results_dir()
-    panel = with_refined(load_panel(panel), root)
     fields = {} if config is None else ProbeConfig.to_dict(config)
     fields.update({k: v for k, v in {"device": device, "dtype": dtype}.items() if v is not None})
     cfg = panel.probe_config(**fields)  # panel defaults <- config <- device/dtype; dtype resolved before hashing
     key = cfg.config_hash()
     say = log or (lambda msg: None)
+    records = PanelRecords(root, panel.name, panel)
     results: list[RunResult] = []
     revs = panel.select(revisions)
     bar = tqdm(revs, desc=f"probe {panel.name}", unit="revision", disable=not progress)
     for rev in bar:
         bar.set_postfix_str(rev.name)
         paths = record_paths(root, panel.name, rev.name)
-        status = record_status(paths, panel=panel.name, revision=rev.name, config_hash=key)
-        if status.complete and not force:
+        status = records.status_of(rev.name, config_hash=key)
+        if status.complete and not status.outdated and not force:
             results.append(RunResult(rev.name, "skipped", paths, "complete"))
             continue
-        if status.state == "stale":
-            archive_record(paths, root, panel.name, rev.name, status.sidecar["config_hash"])
-            if not force and restore_record(root, panel.name, rev.name, key):
+        if status.other_config:  # keep it under by-config/<its hash>/; bring back a stored one of this configuration
+            move_record(paths, record_paths(root, panel.name, rev.name, status.sidecar["config_hash"]))
+            archived = record_paths(root, panel.name, rev.name, key)
+            if not force and records.status_of(rev.name, config_hash=key, paths=archived).complete:
+                move_record(archived, paths)
                 say(f"{panel.name}/{rev.name}: restored the stored record of configuration {key}")
                 results.append(RunResult(rev.name, "restored", paths, status.reason))
                 continue
-        reason = "forced" if force and status.complete else f"{status.state}" + (f": {status.reason}" if status.reason else "")
+        reason = ("forced" if force and status.complete else f"outdated: {status.outdated}" if status.complete
+                  else status.state + (f": {status.reason}" if status.reason else ""))
         if status.state == "corrupt":
             say(f"{panel.name}/{rev.name}: stored record is corrupt ({status.reason}); recomputing")
+        elif status.state == "stale" and not status.other_config:
+            say(f"{panel.name}/{rev.name}: stored record {status.reason}; recomputing")
         clean_temp_files(paths.folder, rev.name)
         t0 = time.perf_counter()
         dev = resolve_device(cfg.device)
         model = load_revision(panel, rev, dtype=cfg.dtype, device=dev, progress=progress)
+        weights = loaded_identity(panel, rev, model)
         t_load = time.perf_counter() - t0
         fn = probe_fn or _default_probe_fn()
-        table = fn(model, cfg, progress=progress)
+        result = fn(model, cfg, progress=progress)
         big = sum(p.numel() for p in model.parameters()) > 10_000_000
         del model
         if big:  # a full collection costs ~0.5 s; only worth it when a real model's memory is at stake
             free_memory()
         t_probe = time.perf_counter() - t0 - t_load
-        replicates = table.attrs.pop(BOOT_ATTR, None)  # (B, 6, L, H) -> the record's replicate file
-        attrs = dict(table.attrs)
         meta = {
             "device": str(dev),
             "device_name": _device_name(dev),
-            "timings": {"load_s": t_load, "probe_s": t_probe, **{f"probe.{k}": v for k, v in attrs.pop("timings", {}).items()}},
-            "probe_attrs": attrs,
+            "timings": {"load_s": t_load, "probe_s": t_probe, **{f"probe.{k}": v for k, v in result.timings.items()}},
+            "probe_summary": result.summary(),
             "versions": package_versions(),
             "git": git_state(),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(),
         }
-        paths = write_record(root, panel, rev, table, config=cfg, meta=meta, replicates=replicates)
+        paths = write_record(root, panel, rev, result.table, config=cfg, meta=meta, replicates=result.replicates,
+                             nulls=result.nulls, weights=weights)
         results.append(RunResult(rev.name, "computed", paths, reason, time.perf_counter() - t0))
     return results
 
@@ -137,8 +146,8 @@ def _device_name(dev) -> str:
     return platform.processor() or platform.machine()
 
 
-def ablate_final_circuit(panel: Panel | str, table: pd.DataFrame, *, config: dict | None = None,
-                         threshold: float = INDUCTION_THRESHOLD, seeds: Sequence[int] = (123,),
+def ablate_final_circuit(panel: Panel, table: pd.DataFrame, *, config: dict | None = None,
+                         threshold: float = INDUCTION_THRESHOLD, seeds: Sequence[int] = (MATCHED_RANDOM_SEED,),
                          mode: str = "zero", batch_size: int = 8, device: str | None = None
                          ) -> tuple[pd.DataFrame | None, str]:
     """Group ablation of the final-revision induction screen (sel_induction >= threshold in `table`, the panel's
@@ -154,10 +163,7 @@ def ablate_final_circuit(panel: Panel | str, table: pd.DataFrame, *, config: dic
     from circuitdev.measure.ablation import ablation_suite  # torch and nnsight: imported only when there is work
     from circuitdev.measure.probe import batch_for
 
-    try:
-        pan = load_panel(panel)
-    except ConfigError as err:
-        return None, f"the panel file of `{panel}` is not available here ({err})"
+    pan = panel
     cfg = pan.probe_config(**{k: v for k, v in (config or {}).items() if k not in ("device", "batch_size")})
     cfg = cfg.replace(batch_size=batch_size)
     try:

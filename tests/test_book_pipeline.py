@@ -1,0 +1,63 @@
+"""The pipeline's page and session lists (`circuitdev.book.pipeline`), which the Snakefile builds from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from circuitdev.book.build import read_pipeline_config
+from circuitdev.book.pipeline import notebook_specs, page_panel, workshop_sessions
+from circuitdev.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_shipped_configuration_lists_every_page(monkeypatch):
+    monkeypatch.chdir(REPO)
+    config = read_pipeline_config()
+    panels = ["toy-pythia", "toy-olmo", "toy-olmoe"]
+    specs, missing = notebook_specs(config, panels=panels, panel_files={},
+                                    published_models=config["published_models"])
+    assert missing == []
+    assert [n for n in specs if n.startswith("model-")] == [f"model-{p}" for p in
+                                                            [*panels, *config["published_models"]]]
+    assert specs["model-toy-olmo"]["panels"] == ["toy-olmo"] and specs["model-pythia-1b"]["panels"] == []
+    assert specs["model-toy-olmo"]["parameters"] == {"panel": "toy-olmo"}
+    pages = {nb["name"] for nb in config["notebooks"]}
+    assert pages <= set(specs) and specs["audit"]["panels"] == [] and specs["f2_shapes"]["panels"] == panels
+    assert all((REPO / s["source"]).is_file() for s in specs.values())
+
+
+def test_missing_sources_are_skipped_or_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = {"notebooks": [{"name": "gone", "source": "notebooks/gone.py"}]}
+    specs, missing = notebook_specs(config, panels=[], panel_files={}, published_models=[])
+    assert specs == {} and missing == ["gone"]
+    with pytest.raises(ConfigError, match="notebooks/gone.py"):
+        notebook_specs({**config, "skip_missing_notebooks": False}, panels=[], panel_files={}, published_models=[])
+    twice = {"model_notebook": {"source": "m.py"}, "notebooks": [{"name": "model-a", "source": "x.py"}]}
+    with pytest.raises(ConfigError, match="used twice"):
+        notebook_specs(twice, panels=["a"], panel_files={}, published_models=[])
+
+
+def test_a_panel_outside_the_data_folder_is_named_by_its_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data" / "panels").mkdir(parents=True)
+    inside = tmp_path / "data" / "panels" / "mine.yaml"
+    assert page_panel("mine", {"mine": str(inside)}, "data") == "mine"
+    assert page_panel("other", {"other": str(tmp_path / "elsewhere" / "other.yaml")}, "data") == "elsewhere/other.yaml"
+
+
+def test_workshop_sessions_follow_the_table_of_contents(tmp_path):
+    sessions, missing = workshop_sessions(book_root=REPO, generated_dir=REPO / "book" / "_generated",
+                                          sources=REPO / "notebooks" / "workshop")
+    assert missing == [] and len(sessions) == 5 and list(sessions)[0] == "01_probe_by_hand"
+    assert all(Path(s).is_file() for s in sessions.values())
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n"
+                                       "  - file: gen/workshop/01_a\n  - file: gen/workshop/02_b\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "01_a.py").write_text("")
+    sessions, missing = workshop_sessions(book_root=tmp_path, generated_dir=tmp_path / "gen", sources=tmp_path / "src")
+    assert list(sessions) == ["01_a"] and missing == ["02_b"]
+    assert workshop_sessions(book_root=tmp_path / "none", generated_dir="gen", sources="src") == ({}, [])

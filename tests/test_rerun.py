@@ -192,8 +192,9 @@ def test_the_pipeline_fetches_the_authors_files_and_builds_without_them_offline(
     assert "No published (authors' files) data in this chapter" in page and "are not in" in page
 
 
-def test_ensure_is_all_or_nothing(tmp_path):
-    """A corrupt or partial download is never used: the folder appears only complete, and a bad one moves aside."""
+def test_ensure_is_all_or_nothing_and_keeps_the_users_files(tmp_path, monkeypatch):
+    """A corrupt or partial download is never used; a failed repair leaves the folder as it was (nothing moved or
+    deleted); a user's own files survive every repair and a replaced pinned file is kept beside the new one."""
     from circuitdev.sources.fetch import ManifestEntry, ensure_published, is_complete
     import hashlib
 
@@ -205,21 +206,21 @@ def test_ensure_is_all_or_nothing(tmp_path):
             raise OSError("connection reset")
         return files[url.split("/r/")[1]]
 
-    os.environ["CIRCUITDEV_PUBLISHED_URL"] = "http://test/{commit}/{repo_path}"
-    try:
-        ok, message = ensure_published(tmp_path / "pub", manifest=manifest,
-                                       download=lambda url, t: files[url.split("/r/")[1]])
-        assert ok and is_complete(tmp_path / "pub", manifest=manifest) and "2 of 2 files downloaded" in message
-        (tmp_path / "pub" / "a.json").write_bytes(b"edited")
-        ok, message = ensure_published(tmp_path / "pub", manifest=manifest, download=flaky)
-        assert ok  # a.json re-fetched (b.json kept: it was right)
-        (tmp_path / "pub" / "sub" / "b.json").unlink()
-        ok, message = ensure_published(tmp_path / "pub", manifest=manifest, download=flaky)
-        assert not ok and "connection reset" in message
-        assert not (tmp_path / "pub").exists() and (tmp_path / "pub.invalid").is_dir()
-        assert not list(tmp_path.glob(".pub.staging"))
-    finally:
-        del os.environ["CIRCUITDEV_PUBLISHED_URL"]
+    monkeypatch.setenv("CIRCUITDEV_PUBLISHED_URL", "http://test/{commit}/{repo_path}")
+    pub = tmp_path / "pub"
+    ok, message = ensure_published(pub, manifest=manifest, download=lambda url, t: files[url.split("/r/")[1]])
+    assert ok and is_complete(pub, manifest=manifest) and "2 of 2 files downloaded" in message
+    (pub / "README.md").write_text("my notes")
+    (pub / "a.json").write_bytes(b"edited")
+    ok, message = ensure_published(pub, manifest=manifest, download=flaky)
+    assert ok and is_complete(pub, manifest=manifest)  # a.json re-fetched (b.json kept: it was right)
+    kept = f"a.json.replaced-{hashlib.sha256(b'edited').hexdigest()[:8]}"
+    assert kept in message and (pub / kept).read_bytes() == b"edited"
+    (pub / "sub" / "b.json").unlink()
+    ok, message = ensure_published(pub, manifest=manifest, download=flaky)
+    assert not ok and "connection reset" in message and "1 of 2 files missing (sub/b.json)" in message
+    assert sorted(p.name for p in pub.rglob("*")) == sorted(["README.md", "a.json", kept, "sub"])  # as it was
+    assert not list(tmp_path.glob(".pub.staging")) and not list(tmp_path.glob("pub.*"))
 
 
 # ------------------------------------------------------------------------------ null overrides a panel's default

@@ -335,3 +335,88 @@ def test_a_page_refuses_an_incomplete_copy_and_marks_an_allowed_one(mirror, user
         warnings.simplefilter("error")
         with pytest.raises(DataError):
             load_published(user_copy)
+
+
+# ------------------------------------------------------------------------------------------------- page runs
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["-p", "transition_share", "1.5"], "'transition_share' of page f2_shapes: the value must be in [0, 1]; got 1.5"),
+    (["-p", "bos_threshold", "0"], "must be in (0, inf); got 0"),
+    (["-p", "rule", "yes"], "YAML read 'yes' as bool"),
+    (["-p", "rule", "a: b"], "quote it inside the shell's quotes: -p rule '\"a: b\"'"),
+    (["--cwd", "{tmp}/nowhere"], "--cwd {tmp}/nowhere: no such folder"),
+    (["--kernel", "no-such-kernel"], "--kernel 'no-such-kernel' is not installed; the kernels here: "),
+    (["--out", "{tmp}/a-file"], "{tmp}/a-file is a file, not a folder"),
+    (["--out", "{tmp}/a-file/below"], "{tmp}/a-file is a file, not a folder"),
+])
+def test_a_page_run_checks_its_inputs_before_a_kernel_starts(tmp_path, capsys, argv, said):
+    (tmp_path / "a-file").write_text("mine")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    out = ["--out", str(tmp_path / "out")] if "--out" not in argv else []
+    before = snapshot(tmp_path)
+    assert main(["notebook", "run", "f2_shapes", *out, *argv]) == 2
+    err = capsys.readouterr().err
+    assert said.replace("{tmp}", str(tmp_path)) in err and len(err.strip().splitlines()) == 1, err
+    assert snapshot(tmp_path) == before and not (tmp_path / "out").exists()
+
+
+def test_each_item_of_a_list_parameter_is_in_range(capsys, tmp_path):
+    assert main(["notebook", "run", "f4_convergence", "-p", "levels", "[0.5, 2]", "--out", str(tmp_path)]) == 2
+    assert "each item of the value must be in (0, 1]; got [0.5, 2.0]" in capsys.readouterr().err
+    assert main(["notebook", "sweep", "f2_shapes", "--grid", "transition_share=0.5,1.5",
+                 "--out", str(tmp_path / "sweep")]) == 2  # every point checked before the first runs
+    assert "must be in [0, 1]; got 1.5" in capsys.readouterr().err and not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_an_output_folder_that_cannot_be_written_is_exit_2(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    assert main(["notebook", "run", "method", "--out", str(locked / "out")]) == 2
+    assert f"{locked} is not writable" in capsys.readouterr().err
+
+
+def test_stale_page_folders_of_killed_runs_go(tmp_path, monkeypatch):
+    import tempfile
+
+    from circuitdev.book import execute
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{execute.TEMP_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{execute.TEMP_PREFIX}{os.getpid()}-def"
+    other = tmp_path / "circuitdev-page-notes"  # not of the form <pid>-<random>: not ours to judge
+    for folder in (stale, live, other):
+        (folder / "x.ipynb").parent.mkdir()
+        (folder / "x.ipynb").write_text("{}")
+    execute._remove_stale_temp_folders()
+    assert not stale.exists() and live.is_dir() and other.is_dir()
+
+
+@pytest.mark.slow
+def test_a_page_run_is_quiet_clean_and_keeps_one_failed_notebook(tmp_path):
+    """No kernel warning on stderr, no temporary folder left, the failed notebook kept in one named place and
+    removed by the next success of the same page."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    stale = tmpdir / "circuitdev-page-999999999-x"  # a killed run's folder (no such process)
+    stale.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(REPO / "lib"), "CIRCUITDEV_PUBLISHED": "none"}
+    cli = [sys.executable, "-m", "circuitdev.cli", "notebook", "run"]
+    bad = tmp_path / "page.py"
+    bad.write_text((REPO / "notebooks" / "method.py").read_text().replace("ch = chapter(", "1 / 0\nch = chapter("))
+    out = tmp_path / "out"
+    failed = subprocess.run([*cli, str(bad), "--out", str(out)], env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert failed.returncode == 2 and "ZeroDivisionError" in failed.stderr
+    kept = Path(failed.stderr.split("(the failed notebook: ")[1].split(")")[0])
+    assert kept.parent == tmpdir / "circuitdev-failed" and kept.is_file() and "ZeroDivisionError" in kept.read_text()
+    assert not out.exists() or not list(out.iterdir())
+    bad.write_text((REPO / "notebooks" / "method.py").read_text())  # fixed
+    ran = subprocess.run([*cli, str(bad), "--out", str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert "WARNING" not in ran.stderr and "without encryption" not in ran.stderr, ran.stderr
+    assert (out / "page.ipynb").is_file() and not kept.exists()  # the last failure is history
+    assert sorted(p.name for p in tmpdir.iterdir()) == ["circuitdev-failed"]  # no page folder, the stale one gone

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from circuitdev.cli import main
+from circuitdev.errors import ConfigError
 from circuitdev.sources.fetch import read_manifest
 from conftest import PUBLISHED, write_tiny_panel
 from published_fixtures import write_published
@@ -105,9 +106,56 @@ def test_sweep_runs_every_grid_point_and_summarises_what_the_page_glued(fixture_
         assert row["f2-pub-pythia-final-pct"] == pytest.approx(final["pythia-1b"])
         assert row["f2-pub-olmo-final-pct"] == pytest.approx(final["olmo-1b-0724"])
         assert row["f2-pub-olmoe-final-pct"] == pytest.approx(final["olmoe-1b-7b-0924"])
-    # a second sweep reuses the pages already there
-    assert main(["notebook", "sweep", "f2_shapes", "--grid", "bos_threshold=10,30,100", "--out", str(out)]) == 0
-    assert capsys.readouterr().out.count("already there, reused") == 3
+    # a second sweep reuses the pages already there (10 and 10.0 are one point)
+    assert main(["notebook", "sweep", "f2_shapes", "--grid", "bos_threshold=10,30,100,10.0", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.count("already there, reused") == 3 and "given twice, runs once" in said
+    # other fixed parameters: every point recomputed, and the summary says with what
+    first = summary
+    assert main(["notebook", "sweep", "f2_shapes", "--grid", "bos_threshold=10,30,100", "-p", "rule", "best-class",
+                 "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.count("running (parameter rule changed)") == 3 and "reused" not in said
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary.columns[:2]) == ["bos_threshold", "rule"] and set(summary["rule"]) == {"best-class"}
+    for point in ("bos_threshold=10.0", "bos_threshold=30.0", "bos_threshold=100.0"):
+        recorded = json.loads((out / point / "point.json").read_text())
+        assert recorded["parameters"]["rule"] == "best-class" and len(recorded["page_sha256"]) == 64
+    best = findings.trajectory_shape(findings.bos_fraction(dev, threshold=10, rule="best-class"))
+    assert summary.loc[0, "f2-pub-olmo-final-pct"] == pytest.approx(
+        best.set_index("panel").loc["olmo-1b-0724", "final_pct"])
+    assert not summary.drop(columns="rule").equals(first)  # not the per-class numbers again
+    # the data a point read changed: recomputed
+    (Path(os.environ["CIRCUITDEV_PUBLISHED"]) / "NOTES.md").write_text("a note")
+    assert main(["notebook", "sweep", "f2_shapes", "--grid", "bos_threshold=10", "-p", "rule", "best-class",
+                 "--out", str(out)]) == 0
+    assert "running (published_dir changed)" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_list_valued_parameter_sweeps(fixture_env, capsys):
+    out = fixture_env / "sweep-list"
+    assert main(["notebook", "sweep", "f1_floor", "--grid", "floor_layers=[0],[0, 1]", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["floor_layers"].tolist() == ["[0]", "[0, 1]"]
+    recorded = sorted(json.loads((p / "point.json").read_text())["parameters"]["floor_layers"]
+                      for p in out.iterdir() if p.is_dir())
+    assert recorded == [[0], [0, 1]]
+    assert "2 page(s)" in capsys.readouterr().out
+
+
+def test_grid_values_split_outside_brackets_and_run_once():
+    from circuitdev.book.sweep import parse_grid, point_id
+
+    grid = parse_grid(["sources=[published],[toy, measured],[published]", "bos_threshold=10,10,30",
+                       "rule='per-class','best-class'"])
+    assert grid == {"sources": [["published"], ["toy", "measured"]], "bos_threshold": [10, 30],
+                    "rule": ["per-class", "best-class"]}
+    ids = {point_id({"sources": v}) for v in (["a b"], ["a_b"], "_a b_")}
+    assert len(ids) == 3 and all("/" not in i and " " not in i for i in ids)  # never two points in one folder
+    for bad, said in [(["x=[1,2"], "unbalanced brackets"), (["x=1,,2"], "an empty value"), (["x"], "KEY=V1,V2")]:
+        with pytest.raises(ConfigError, match=said):
+            parse_grid(bad)
 
 
 def test_explicit_null_reaches_a_page(fixture_env):

@@ -8,9 +8,9 @@ injected-parameters cell is tagged `remove-cell`: the page shows its parameters 
 The output is written only when the whole page ran: a failed run leaves the output path untouched; the failed
 notebook is kept in one place (`failed_dir`, default `$TMPDIR/circuitdev-failed/`), named in the error, and removed
 by the page's next successful run. Before a kernel starts: the parameters (types and ranges), the output folder
-(not a file, writable), the working directory and the kernel are checked (ConfigError, exit 2). The kernel's
-channels are encrypted where the kernel supports it (CurveZMQ), so it prints no warning about plain TCP; the page's
-temporary folder goes when the run ends, and one a killed run left goes at the next run.
+(not a file, writable), the working directory and the kernel are checked (ConfigError, exit 2). The kernel writes
+nothing to stderr of its own (`_kernel_options`); the page's temporary folder goes when the run ends, and one a
+killed run left goes at the next run.
 """
 
 from __future__ import annotations
@@ -138,15 +138,25 @@ def _remove_stale_temp_folders() -> None:
             continue
 
 
-def _kernel_config():
-    """Kernel manager settings: CurveZMQ encryption where pyzmq and the kernel support it (no plain-TCP warning)."""
+def _kernel_options() -> dict[str, Any]:
+    """papermill's kernel settings for a page: CurveZMQ encryption where pyzmq and the kernel support it (else
+    ipykernel warns about plain TCP on stderr), and a kernel manager that does not interrupt the kernel before
+    shutting it down (nothing runs then -- the page finished or failed -- and that SIGINT races the kernel's last
+    reply: "KeyboardInterrupt caught in kernel" on stderr)."""
     import zmq
+    from jupyter_client.manager import AsyncKernelManager
     from traitlets.config import Config
+
+    class PageKernelManager(AsyncKernelManager):
+        async def _async_interrupt_kernel(self) -> None:
+            if getattr(self, "shutting_down", False):
+                return
+            await super()._async_interrupt_kernel()
 
     config = Config()
     if zmq.has("curve"):
         config.KernelManager.transport_encryption = "auto"
-    return config
+    return {"config": config, "kernel_manager_class": PageKernelManager}
 
 
 @contextlib.contextmanager
@@ -196,7 +206,7 @@ def execute_page(source: str | os.PathLike, output: str | os.PathLike, parameter
             with _environment(env):
                 executed = pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel,
                                                language="python", cwd=str(cwd or REPO_ROOT), progress_bar=False,
-                                               config=_kernel_config())
+                                               **_kernel_options())
         except pm.PapermillExecutionError as err:
             _keep(out, kept)
             raise PageFailed(f"page {source.stem} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "

@@ -68,14 +68,14 @@ def _fix(kind: Fault, status: int | None = None) -> str:
         return ("offline? Copy the published files from a machine that is online and use `--from DIR` with that "
                 f"copy{'; or check the mirror address in ' + URL_ENV if mirror else ''}")
     if kind == "http" and status == 404:
-        return (f"the mirror in {URL_ENV} lacks this file at the pinned commit: it must serve "
-                "<commit>/<repo_path> as in data/published_manifest.tsv" if mirror else
+        return (f"the mirror in {URL_ENV} lacks this file at the pinned commit: it must serve each file at "
+                "<commit>/<repo_path> as the manifest pins them" if mirror else
                 "the authors' repository no longer serves it at the pinned commit: use `--from DIR` with a copy")
     if kind == "http":
         return "the server failed; try again later, or use `--from DIR` with a copy"
     if kind == "timeout":
         return "the server is too slow or stopped answering; try again, raise --timeout, or use `--from DIR`"
-    return "the connection broke off; try again (files already verified are kept)"
+    return "the connection broke off; try again, or use `--from DIR` with a copy"
 
 
 def classify(url: str, err: BaseException, timeout: float, received: int = 0,
@@ -90,8 +90,9 @@ def classify(url: str, err: BaseException, timeout: float, received: int = 0,
                              _fix("timeout"))
     if isinstance(reason, (http.client.IncompleteRead, http.client.RemoteDisconnected, ConnectionResetError,
                            ConnectionAbortedError, BrokenPipeError)) or received:
-        return DownloadError(url, "dropped", f"connection dropped after {received}{of} bytes "
-                                             f"({type(reason).__name__}: {reason})", _fix("dropped"))
+        detail = "" if isinstance(reason, http.client.IncompleteRead) else f" ({type(reason).__name__}: {reason})"
+        return DownloadError(url, "dropped", f"connection dropped after {received}{of} bytes{detail}",
+                             _fix("dropped"))
     if isinstance(reason, http.client.HTTPException):  # an answer, but not HTTP (a wrong port, a broken proxy)
         return DownloadError(url, "http", f"not an HTTP answer ({type(reason).__name__}: {reason})",
                              _fix("http"))

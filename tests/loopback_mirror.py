@@ -41,8 +41,8 @@ class Mirror:
             local = str(path.relative_to(self.files))
             self.entries.append((local, f"results/{local}", len(data), hashlib.sha256(data).hexdigest()))
         self.manifest = self.root / "manifest.tsv"
-        self.manifest.write_text("# the fixture mirror's files\nlocal_path\trepo_path\tcommit\tbytes\tsha256\n" + "".join(
-            f"{local}\t{repo}\t{COMMIT}\t{n}\t{sha}\n" for local, repo, n, sha in self.entries))
+        rows = "".join(f"{local}\t{repo}\t{COMMIT}\t{n}\t{sha}\n" for local, repo, n, sha in self.entries)
+        self.manifest.write_text(f"# the fixture mirror's files\nlocal_path\trepo_path\tcommit\tbytes\tsha256\n{rows}")
         self.by_url = {f"/{COMMIT}/{repo}": local for local, repo, _, _ in self.entries}
         self.faults: dict[str, str] = {}
         self.requests: list[str] = []

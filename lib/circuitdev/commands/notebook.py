@@ -127,11 +127,9 @@ def run_run(args) -> int:
 
 def run_sweep(args) -> int:
     from circuitdev.book.build import current_folders
-    from circuitdev.book.execute import parameters_hash, source_of
+    from circuitdev.book.execute import check_page_parameters, check_run_options, parameters_hash, source_of
     from circuitdev.book.sweep import parse_grid, sweep
     from circuitdev.paths import relative_to_repo
-
-    from circuitdev.book.execute import check_page_parameters, check_run_options
 
     source = source_of(args.name)
     grid = parse_grid(args.grid)

@@ -13,8 +13,9 @@ that completes it -- unless partial copies are allowed (`allow_partial=True`, `-
 $CIRCUITDEV_PUBLISHED_PARTIAL=1, which reaches the pages), when the result is marked `partial` with its `missing`
 files and a `PartialCopyWarning` says so wherever it is loaded. It then validates every file (a malformed or partial
 file is a `DataError` naming the file and the field) and returns the developmental table (schema.py columns,
-`source="published"`) plus the run metadata the audit needs. `circuitdev.sources.fetch` downloads the same files from the authors' repository at the commits
-pinned in `data/published_manifest.tsv` (paths and sha256 only; the data are never part of this repository).
+`source="published"`) plus the run metadata the audit needs. `circuitdev.sources.fetch` downloads the same files
+from the authors' repository at the commits pinned in `data/published_manifest.tsv` (paths and sha256 only; the
+data are never part of this repository).
 """
 
 from __future__ import annotations

@@ -77,7 +77,10 @@ def test_notebook_run_writes_the_page_and_a_standalone_html(fixture_env, capsys)
 
 
 @pytest.mark.slow
-def test_a_failing_page_leaves_nothing_in_the_output_folder(fixture_env, tmp_path, capsys):
+def test_a_failing_page_leaves_nothing_in_the_output_folder(fixture_env, tmp_path, capsys, monkeypatch):
+    from circuitdev.book import execute
+
+    monkeypatch.setattr(execute, "FAILED_DIR", tmp_path / "failed")  # where failed pages are kept ($TMPDIR's)
     out = tmp_path / "fail"
     # a model page for a panel that is nowhere: the page runs, notes it, and succeeds ...
     assert main(["notebook", "run", "model", "-p", "panel", "no-such-panel", "-p", "ablation", "false",
@@ -89,6 +92,8 @@ def test_a_failing_page_leaves_nothing_in_the_output_folder(fixture_env, tmp_pat
     err = capsys.readouterr().err
     assert "failed in cell" in err and "ZeroDivisionError" in err
     assert not (tmp_path / "bad-out").exists() or not list((tmp_path / "bad-out").iterdir())
+    kept = execute.failed_path(tmp_path / "bad-out" / "bad.ipynb")
+    assert [p.name for p in (tmp_path / "failed").iterdir()] == [kept.name] and str(kept) in err
 
 
 @pytest.mark.slow

@@ -30,11 +30,11 @@ from circuitdev.book import Rule, Source, chapter, plots, value_of, with_interva
 # tiers to show: published, toy, measured
 sources: list[Source] = ["published", "toy", "measured"]
 # a head is a sink head when first-token selectivity ≥ this (paper: 30x)
-bos_threshold: float = 30.0
+bos_threshold: float = 30.0  # in (0, inf)
 # per-class (the paper's counting) or best-class
 rule: Rule = "per-class"
 # the layers that should never hold a sink head (paper: 0 and 1)
-floor_layers: list[int] = [0, 1]
+floor_layers: list[int] = [0, 1]  # in [0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("f1_floor", globals())

@@ -29,11 +29,11 @@ from circuitdev.book import Rule, Source, chapter, fmt_pct, fmt_tokens_b, plots,
 # tiers to show: published, toy, measured
 sources: list[Source] = ["published", "toy", "measured"]
 # a head is a sink head when first-token selectivity ≥ this (paper: 30x)
-bos_threshold: float = 30.0
+bos_threshold: float = 30.0  # in (0, inf)
 # per-class (the paper's counting) or best-class
 rule: Rule = "per-class"
 # a jump carrying at least this share of the total rise makes a transition
-transition_share: float = 0.5
+transition_share: float = 0.5  # in [0, 1]
 
 # %% tags=["remove-input"]
 ch = chapter("f2_shapes", globals())

@@ -27,9 +27,9 @@ from circuitdev.book import Source, chapter, plots, with_interval_text
 # tiers to show: published, toy, measured
 sources: list[Source] = ["published", "toy", "measured"]
 # circuit membership and "found" both use sel_induction ≥ this (paper: 50x)
-induction_threshold: float = 50.0
+induction_threshold: float = 50.0  # in (0, inf)
 # recall levels (paper: 1/3, 2/3, 3/3)
-levels: list[float] = [0.3333333333333333, 0.6666666666666666, 1.0]
+levels: list[float] = [0.3333333333333333, 0.6666666666666666, 1.0]  # in (0, 1]
 
 # %% tags=["remove-input"]
 ch = chapter("f4_convergence", globals())

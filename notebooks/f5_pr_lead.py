@@ -34,11 +34,11 @@ sources: list[Source] = ["published", "toy", "measured"]
 # the class whose circuit heads are drawn
 head_class: HeadClass = "induction"
 # formation threshold (None: the class's, 50x induction, 100x prev, 30x BOS)
-threshold: float | None = None
+threshold: float | None = None  # in (0, inf)
 # fraction-of-peak, ratio-to-start or above-level
 elevation_rule: ElevationRule = "fraction-of-peak"
 # the level of the elevation rule
-elevation_level: float = 0.5
+elevation_level: float = 0.5  # in (0, inf)
 # classes whose lead is tabulated
 lead_classes: list[HeadClass] = ["induction", "previous-token", "first-token"]
 

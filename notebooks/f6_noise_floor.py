@@ -32,11 +32,11 @@ from circuitdev.book import Source, chapter, plots
 # tiers to show: published, toy, measured
 sources: list[Source] = ["published", "toy", "measured"]
 # a statistic is stable when its max/min over revisions is at most this
-stable_ratio: float = 2.0
+stable_ratio: float = 2.0  # in [1, inf)
 # draw the paper's claimed Pythia values beside ours
 show_paper: bool = True
 # reference lines: the class and induction thresholds
-thresholds: list[float] = [30.0, 50.0]
+thresholds: list[float] = [30.0, 50.0]  # in (0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("f6_noise_floor", globals())

@@ -25,7 +25,7 @@ from circuitdev.runinfo import code_commit
 
 # %% tags=["parameters", "remove-cell"]
 # which sequence of the batch to draw
-example: int = 0
+example: int = 0  # in [0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("method", globals())

@@ -32,11 +32,11 @@ source: ModelSource = "auto"
 # revisions to show (None: all of the panel's)
 revisions: list[str] | None = None
 # a head counts for class c when sel_c ≥ this (paper: 30x)
-class_threshold: float = 30.0
+class_threshold: float = 30.0  # in (0, inf)
 # induction circuit: sel_induction ≥ this (paper: 50x)
-induction_threshold: float = 50.0
+induction_threshold: float = 50.0  # in (0, inf)
 # previous-token circuit: sel_prev ≥ this and best class (paper: 100x)
-prev_token_threshold: float = 100.0
+prev_token_threshold: float = 100.0  # in (0, inf)
 # per-class (the paper's counts) or best-class (argmax class only)
 rule: Rule = "per-class"
 # probe revisions without a record first (GPU advised for 1B models)
@@ -44,11 +44,11 @@ compute_missing: bool = False
 # ablate the final-revision induction circuit (loads the final checkpoint)
 ablation: bool = True
 # matched-random seeds (paper: 123; several give a spread)
-ablation_seeds: list[int] = [123]
+ablation_seeds: list[int] = [123]  # in [0, inf)
 # zero (the paper's) or mean ablation
 ablation_mode: AblationMode = "zero"
 # sequences per forward pass (speed and memory only)
-batch_size: int = 8
+batch_size: int = 8  # in [1, inf)
 # auto (CUDA, then MPS, then CPU), cpu, cuda or mps
 device: str = "auto"
 

@@ -7,7 +7,6 @@ import io
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -99,17 +98,15 @@ def test_user_errors_exit_2_with_a_message(argv, needle, tmp_path, capsys):
 def test_console_script_offline_error(tmp_path):
     """The installed `circuitdev` script, a hub panel, HF_HUB_OFFLINE=1 and an empty cache: our message, exit 2."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
-    t0 = time.perf_counter()
+    # timeout: a hang guard; how long the start-up takes is bench/timings.py's business
     proc = subprocess.run([str(CONSOLE), "probe", "--panel", "olmo-1b-0724", "--revision", "step2000-tokens4B",
                            "--out", str(tmp_path / "out"), "--no-progress"], env=env, capture_output=True, text=True,
                           timeout=180)
-    elapsed = time.perf_counter() - t0
     assert proc.returncode == 2, proc.stderr
     assert "allenai/OLMo-1B-0724-hf" in proc.stderr and "step2000-tokens4B" in proc.stderr
     assert "offline" in proc.stderr and "local-folder panel" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out" / "olmo-1b-0724" / "step2000-tokens4B.parquet").exists()
-    assert elapsed < 90  # interpreter start + imports on a loaded 2-core machine; no network retries
 
 
 def test_panels_lists_valid_files_and_reports_broken_ones(tmp_path, monkeypatch, capsys):

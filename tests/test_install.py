@@ -137,19 +137,25 @@ def test_unset_off_linux_takes_the_default_index_without_probing(system):
 # --- the probe, against loopback servers -----------------------------------------------------------------------
 
 
-def test_probe_of_a_closed_port_fails_at_once():
-    start = time.monotonic()
-    ok, detail = torch_index.probe_index(f"http://127.0.0.1:{_closed_port()}/cpu", timeout=3)
-    assert not ok and "refused" in detail.lower()
-    assert time.monotonic() - start < 2
+def _within(seconds: float, fn, *args):
+    """fn(*args), failing instead of hanging when it has not returned within `seconds`: a hang guard (>= 10x the
+    expected time), not a timing. How long the probes take is bench/timings.py's business."""
+    result = {}
+    worker = threading.Thread(target=lambda: result.setdefault("value", fn(*args)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"no answer within {seconds} s: hung"
+    return result["value"]
+
+
+def test_probe_of_a_closed_port_fails_as_refused_not_timed_out():
+    ok, detail = _within(60, torch_index.probe_index, f"http://127.0.0.1:{_closed_port()}/cpu", 3)
+    assert not ok and "refused" in detail.lower() and "timed out" not in detail  # at once, not at the timeout
 
 
 def test_probe_of_a_silent_server_gives_up_at_its_timeout(silent_server):
-    start = time.monotonic()
-    ok, detail = torch_index.probe_index(silent_server + "/cpu", timeout=0.5)
-    waited = time.monotonic() - start
+    ok, detail = _within(30, torch_index.probe_index, silent_server + "/cpu", 0.5)
     assert not ok and ("0.5 s" in detail or "timed out" in detail)
-    assert 0.4 < waited < 1.5
 
 
 def test_probe_of_a_serving_index(index_server):
@@ -192,12 +198,12 @@ def checkout(tmp_path):
     return tmp_path
 
 
-def _make_n(checkout: Path, *args: str, **env) -> tuple[str, str, float]:
-    start = time.monotonic()
+def _make_n(checkout: Path, *args: str, **env) -> tuple[str, str]:
+    """`make -n venv` in the checkout: (recipe, what it said). The 60 s limit is a hang guard, not a timing."""
     run = subprocess.run(["make", "-n", "venv", f"PYTHON={sys.executable}", *args], cwd=checkout,
                          capture_output=True, text=True, timeout=60, env=_env(**env))
     assert run.returncode == 0, run.stderr
-    return run.stdout, run.stderr, time.monotonic() - start
+    return run.stdout, run.stderr
 
 
 def _torch_line(recipe: str) -> str:
@@ -208,7 +214,7 @@ def _torch_line(recipe: str) -> str:
 
 @needs_make
 def test_make_venv_with_torch_index_default(checkout):
-    recipe, said, _ = _make_n(checkout, "TORCH_INDEX=default")
+    recipe, said = _make_n(checkout, "TORCH_INDEX=default")
     assert _torch_line(recipe).split() == [".venv/bin/pip", "install", "--quiet", "torch==2.13.0"]
     assert "TORCH_INDEX=default" in said
     # the rest of the recipe is unchanged: venv, pip, the project, the stamp
@@ -221,16 +227,16 @@ def test_make_venv_with_torch_index_default(checkout):
                                           "https://download.pytorch.org/whl/cu128"),
                                          ("cu126", "https://download.pytorch.org/whl/cu126")])
 def test_make_venv_with_torch_index_url(checkout, setting, url):
-    recipe, _, _ = _make_n(checkout, f"TORCH_INDEX={setting}")
+    recipe, _ = _make_n(checkout, f"TORCH_INDEX={setting}")
     assert _torch_line(recipe).split()[3:] == ["torch==2.13.0", "--index-url", url]
-    recipe_env, _, _ = _make_n(checkout, TORCH_INDEX=setting)  # from the environment as well as the command line
+    recipe_env, _ = _make_n(checkout, TORCH_INDEX=setting)  # from the environment as well as the command line
     assert _torch_line(recipe_env) == _torch_line(recipe)
 
 
 @needs_make
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="off Linux the CPU index is not probed")
 def test_make_venv_unset_uses_the_cpu_index_when_it_answers(checkout, index_server):
-    recipe, said, _ = _make_n(checkout, TORCH_CPU_INDEX=index_server + "/cpu")
+    recipe, said = _make_n(checkout, TORCH_CPU_INDEX=index_server + "/cpu")
     assert _torch_line(recipe).split()[3:] == ["torch==2.13.0", "--index-url", index_server + "/cpu"]
     assert "CPU build" in said
 
@@ -238,19 +244,18 @@ def test_make_venv_unset_uses_the_cpu_index_when_it_answers(checkout, index_serv
 @needs_make
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="off Linux the CPU index is not probed")
 def test_make_venv_unset_falls_back_at_once_when_the_cpu_index_is_unreachable(checkout):
-    recipe, said, seconds = _make_n(checkout, TORCH_CPU_INDEX=f"http://127.0.0.1:{_closed_port()}/cpu")
+    recipe, said = _make_n(checkout, TORCH_CPU_INDEX=f"http://127.0.0.1:{_closed_port()}/cpu")
     assert _torch_line(recipe).split()[3:] == ["torch==2.13.0"]
     assert "CPU index unreachable" in said and "installing torch from the default index" in said
-    assert seconds < 5
+    assert "refused" in said.lower()  # at once: no wait for the probe's timeout
 
 
 @needs_make
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="off Linux the CPU index is not probed")
 def test_make_venv_falls_back_within_the_timeout_when_the_index_hangs(checkout, silent_server):
-    recipe, said, seconds = _make_n(checkout, TORCH_CPU_INDEX=silent_server + "/cpu", TORCH_INDEX_TIMEOUT="1")
+    recipe, said = _make_n(checkout, TORCH_CPU_INDEX=silent_server + "/cpu", TORCH_INDEX_TIMEOUT="1")
     assert _torch_line(recipe).split()[3:] == ["torch==2.13.0"]
     assert "CPU index unreachable" in said and ("no answer within 1 s" in said or "timed out" in said)
-    assert seconds < 4
 
 
 @needs_make
@@ -267,7 +272,7 @@ def test_an_up_to_date_venv_is_not_probed(checkout):
     stamp = checkout / ".venv" / ".installed"
     stamp.touch()
     os.utime(checkout / "pyproject.toml", (time.time() - 60, time.time() - 60))
-    recipe, said, _ = _make_n(checkout, TORCH_CPU_INDEX=f"http://127.0.0.1:{_closed_port()}/cpu")
+    recipe, said = _make_n(checkout, TORCH_CPU_INDEX=f"http://127.0.0.1:{_closed_port()}/cpu")
     assert "pip install" not in recipe and "torch" not in said  # `make test` on a built venv never waits on it
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 
 import pytest
 import torch
@@ -74,16 +73,13 @@ def test_family_mismatch_is_caught(make_tiny_panel, tmp_path):
         load_revision(load_panel(path), "step0", progress=False)
 
 
-def test_offline_hub_gives_one_clear_error_fast():
+def test_offline_hub_gives_one_clear_error():
     assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set by conftest before huggingface_hub is imported
-    t0 = time.perf_counter()
-    with pytest.raises(ModelUnavailableError) as err:
+    with pytest.raises(ModelUnavailableError) as err:  # HF_HUB_OFFLINE: no request, so no retry (bench/timings.py)
         load_revision(load_panel("pythia-1b"), "step3000", progress=False)
-    elapsed = time.perf_counter() - t0
     msg = str(err.value)
     assert "EleutherAI/pythia-1b" in msg and "'step3000'" in msg and "offline" in msg
     assert "local-folder panel" in msg and "hf download EleutherAI/pythia-1b --revision step3000" in msg
-    assert elapsed < 15  # no retries against an unreachable hub (a fresh import of transformers is most of it)
 
 
 def test_offline_translation_of_the_error_chain():

@@ -26,8 +26,8 @@ from circuitdev.analysis.claims import claim_values, paper_noise_floor  # noqa: 
 from circuitdev.book import display, plots  # noqa: E402
 from circuitdev.book.build import BuildFolders  # noqa: E402
 from circuitdev.book.execute import execute_page, page_sources  # noqa: E402
-from circuitdev.book.parameters import (BUILD_PARAMETERS, check_namespace, check_parameters,  # noqa: E402
-                                        read_parameters)
+from circuitdev.book.parameters import (BUILD_PARAMETERS, check_bounds, check_namespace,  # noqa: E402
+                                        check_parameters, read_parameters)
 from circuitdev.book.sweep import glued_values  # noqa: E402
 from circuitdev.book.model_page import ModelPage  # noqa: E402
 from circuitdev.book.tiers import Tier, Tiers, load_tiers  # noqa: E402
@@ -88,6 +88,34 @@ def test_check_namespace_reads_annotations_and_papermills_injected_cell():
     namespace["bogus"] = 1
     with pytest.raises(ConfigError, match="'bogus'.*threshold \\(float\\)"):
         check_namespace(namespace)
+
+
+def test_ranges_are_read_from_the_end_of_a_parameter_line(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text('# %% tags=["parameters"]\n# a share\nshare: float = 0.5  # in [0, 1]\n'
+                    "# a threshold\ntau: float | None = None  # in (0, inf)\nk: list[int] = [1]  # in [1, 10)\n"
+                    "plain: int = 3  # a remark, not a range\n")
+    docs = {d.name: d for d in read_parameters(page)}
+    assert str(docs["share"].bounds) == "[0, 1]" and docs["share"].comment == "a share"
+    assert str(docs["tau"].bounds) == "(0, inf)" and str(docs["k"].bounds) == "[1, 10)" and docs["plain"].bounds is None
+    check_bounds({"share": 1.0, "tau": None, "k": [1, 9]}, list(docs.values()))
+    for values, said in [({"share": 1.01}, r"'share' of this notebook: the value must be in \[0, 1\]; got 1.01 "
+                                           r"\(a share\)"),
+                         ({"tau": 0.0}, r"in \(0, inf\); got 0.0"), ({"k": [1, 10]}, r"each item of the value")]:
+        with pytest.raises(ConfigError, match=said):
+            check_bounds(values, list(docs.values()))
+    page.write_text('# %% tags=["parameters"]\nshare: float = 0.5  # in [0, one]\n')
+    with pytest.raises(ConfigError, match=r"page.py: parameter share: range 'in \[0, one\]' is not"):
+        read_parameters(page)
+
+
+@pytest.mark.parametrize("name", sorted(PAGES), ids=str)
+def test_every_numeric_parameter_declares_a_range_its_default_keeps(name):
+    for d in read_parameters(PAGES[name]):
+        numeric = any(t in (int, float) for t in (d.type, *getattr(d.type, "__args__", ())))
+        if numeric or d.bounds is not None:
+            assert d.bounds is not None, f"{name}: {d.name} ({d.annotation}) declares no range"
+            check_bounds({d.name: d.default}, [d], where=name)
 
 
 # ------------------------------------------------------------------------------------------------ notebook sources

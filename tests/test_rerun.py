@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from circuitdev.cli import main
+from circuitdev.errors import ConfigError
 from circuitdev.sources.fetch import read_manifest
 from conftest import PUBLISHED, write_tiny_panel
 from published_fixtures import write_published
@@ -76,7 +77,10 @@ def test_notebook_run_writes_the_page_and_a_standalone_html(fixture_env, capsys)
 
 
 @pytest.mark.slow
-def test_a_failing_page_leaves_nothing_in_the_output_folder(fixture_env, tmp_path, capsys):
+def test_a_failing_page_leaves_nothing_in_the_output_folder(fixture_env, tmp_path, capsys, monkeypatch):
+    from circuitdev.book import execute
+
+    monkeypatch.setattr(execute, "FAILED_DIR", tmp_path / "failed")  # where failed pages are kept ($TMPDIR's)
     out = tmp_path / "fail"
     # a model page for a panel that is nowhere: the page runs, notes it, and succeeds ...
     assert main(["notebook", "run", "model", "-p", "panel", "no-such-panel", "-p", "ablation", "false",
@@ -88,6 +92,8 @@ def test_a_failing_page_leaves_nothing_in_the_output_folder(fixture_env, tmp_pat
     err = capsys.readouterr().err
     assert "failed in cell" in err and "ZeroDivisionError" in err
     assert not (tmp_path / "bad-out").exists() or not list((tmp_path / "bad-out").iterdir())
+    kept = execute.failed_path(tmp_path / "bad-out" / "bad.ipynb")
+    assert [p.name for p in (tmp_path / "failed").iterdir()] == [kept.name] and str(kept) in err
 
 
 @pytest.mark.slow
@@ -105,9 +111,56 @@ def test_sweep_runs_every_grid_point_and_summarises_what_the_page_glued(fixture_
         assert row["f2-pub-pythia-final-pct"] == pytest.approx(final["pythia-1b"])
         assert row["f2-pub-olmo-final-pct"] == pytest.approx(final["olmo-1b-0724"])
         assert row["f2-pub-olmoe-final-pct"] == pytest.approx(final["olmoe-1b-7b-0924"])
-    # a second sweep reuses the pages already there
-    assert main(["notebook", "sweep", "f2_shapes", "--grid", "bos_threshold=10,30,100", "--out", str(out)]) == 0
-    assert capsys.readouterr().out.count("already there, reused") == 3
+    # a second sweep reuses the pages already there (10 and 10.0 are one point)
+    assert main(["notebook", "sweep", "f2_shapes", "--grid", "bos_threshold=10,30,100,10.0", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.count("already there, reused") == 3 and "given twice, runs once" in said
+    # other fixed parameters: every point recomputed, and the summary says with what
+    first = summary
+    assert main(["notebook", "sweep", "f2_shapes", "--grid", "bos_threshold=10,30,100", "-p", "rule", "best-class",
+                 "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.count("running (parameter rule changed)") == 3 and "reused" not in said
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary.columns[:2]) == ["bos_threshold", "rule"] and set(summary["rule"]) == {"best-class"}
+    for point in ("bos_threshold=10.0", "bos_threshold=30.0", "bos_threshold=100.0"):
+        recorded = json.loads((out / point / "point.json").read_text())
+        assert recorded["parameters"]["rule"] == "best-class" and len(recorded["page_sha256"]) == 64
+    best = findings.trajectory_shape(findings.bos_fraction(dev, threshold=10, rule="best-class"))
+    assert summary.loc[0, "f2-pub-olmo-final-pct"] == pytest.approx(
+        best.set_index("panel").loc["olmo-1b-0724", "final_pct"])
+    assert not summary.drop(columns="rule").equals(first)  # not the per-class numbers again
+    # the data a point read changed: recomputed
+    (Path(os.environ["CIRCUITDEV_PUBLISHED"]) / "NOTES.md").write_text("a note")
+    assert main(["notebook", "sweep", "f2_shapes", "--grid", "bos_threshold=10", "-p", "rule", "best-class",
+                 "--out", str(out)]) == 0
+    assert "running (published_dir changed)" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_list_valued_parameter_sweeps(fixture_env, capsys):
+    out = fixture_env / "sweep-list"
+    assert main(["notebook", "sweep", "f1_floor", "--grid", "floor_layers=[0],[0, 1]", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["floor_layers"].tolist() == ["[0]", "[0, 1]"]
+    recorded = sorted(json.loads((p / "point.json").read_text())["parameters"]["floor_layers"]
+                      for p in out.iterdir() if p.is_dir())
+    assert recorded == [[0], [0, 1]]
+    assert "2 page(s)" in capsys.readouterr().out
+
+
+def test_grid_values_split_outside_brackets_and_run_once():
+    from circuitdev.book.sweep import parse_grid, point_id
+
+    grid = parse_grid(["sources=[published],[toy, measured],[published]", "bos_threshold=10,10,30",
+                       "rule='per-class','best-class'"])
+    assert grid == {"sources": [["published"], ["toy", "measured"]], "bos_threshold": [10, 30],
+                    "rule": ["per-class", "best-class"]}
+    ids = {point_id({"sources": v}) for v in (["a b"], ["a_b"], "_a b_")}
+    assert len(ids) == 3 and all("/" not in i and " " not in i for i in ids)  # never two points in one folder
+    for bad, said in [(["x=[1,2"], "unbalanced brackets"), (["x=1,,2"], "an empty value"), (["x"], "KEY=V1,V2")]:
+        with pytest.raises(ConfigError, match=said):
+            parse_grid(bad)
 
 
 def test_explicit_null_reaches_a_page(fixture_env):
@@ -192,8 +245,9 @@ def test_the_pipeline_fetches_the_authors_files_and_builds_without_them_offline(
     assert "No published (authors' files) data in this chapter" in page and "are not in" in page
 
 
-def test_ensure_is_all_or_nothing(tmp_path):
-    """A corrupt or partial download is never used: the folder appears only complete, and a bad one moves aside."""
+def test_ensure_is_all_or_nothing_and_keeps_the_users_files(tmp_path, monkeypatch):
+    """A corrupt or partial download is never used; a failed repair leaves the folder as it was (nothing moved or
+    deleted); a user's own files survive every repair and a replaced pinned file is kept beside the new one."""
     from circuitdev.sources.fetch import ManifestEntry, ensure_published, is_complete
     import hashlib
 
@@ -205,21 +259,21 @@ def test_ensure_is_all_or_nothing(tmp_path):
             raise OSError("connection reset")
         return files[url.split("/r/")[1]]
 
-    os.environ["CIRCUITDEV_PUBLISHED_URL"] = "http://test/{commit}/{repo_path}"
-    try:
-        ok, message = ensure_published(tmp_path / "pub", manifest=manifest,
-                                       download=lambda url, t: files[url.split("/r/")[1]])
-        assert ok and is_complete(tmp_path / "pub", manifest=manifest) and "2 of 2 files downloaded" in message
-        (tmp_path / "pub" / "a.json").write_bytes(b"edited")
-        ok, message = ensure_published(tmp_path / "pub", manifest=manifest, download=flaky)
-        assert ok  # a.json re-fetched (b.json kept: it was right)
-        (tmp_path / "pub" / "sub" / "b.json").unlink()
-        ok, message = ensure_published(tmp_path / "pub", manifest=manifest, download=flaky)
-        assert not ok and "connection reset" in message
-        assert not (tmp_path / "pub").exists() and (tmp_path / "pub.invalid").is_dir()
-        assert not list(tmp_path.glob(".pub.staging"))
-    finally:
-        del os.environ["CIRCUITDEV_PUBLISHED_URL"]
+    monkeypatch.setenv("CIRCUITDEV_PUBLISHED_URL", "http://test/{commit}/{repo_path}")
+    pub = tmp_path / "pub"
+    ok, message = ensure_published(pub, manifest=manifest, download=lambda url, t: files[url.split("/r/")[1]])
+    assert ok and is_complete(pub, manifest=manifest) and "2 of 2 files downloaded" in message
+    (pub / "README.md").write_text("my notes")
+    (pub / "a.json").write_bytes(b"edited")
+    ok, message = ensure_published(pub, manifest=manifest, download=flaky)
+    assert ok and is_complete(pub, manifest=manifest)  # a.json re-fetched (b.json kept: it was right)
+    kept = f"a.json.replaced-{hashlib.sha256(b'edited').hexdigest()[:8]}"
+    assert kept in message and (pub / kept).read_bytes() == b"edited"
+    (pub / "sub" / "b.json").unlink()
+    ok, message = ensure_published(pub, manifest=manifest, download=flaky)
+    assert not ok and "connection reset" in message and "1 of 2 files missing (sub/b.json)" in message
+    assert sorted(p.name for p in pub.rglob("*")) == sorted(["README.md", "a.json", kept, "sub"])  # as it was
+    assert not list(tmp_path.glob(".pub.staging")) and not list(tmp_path.glob("pub.*"))
 
 
 # ------------------------------------------------------------------------------ null overrides a panel's default

@@ -89,12 +89,19 @@ def _findings_tables(dev: pd.DataFrame, nulls: pd.DataFrame | None) -> dict[str,
 
 
 def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.PathLike | None = None, *,
-              nulls: pd.DataFrame | None = None, claims=None) -> dict[str, pd.DataFrame]:
+              nulls: pd.DataFrame | None = None, claims=None, allow_partial: bool | None = None
+              ) -> dict[str, pd.DataFrame]:
     """Load and validate a published directory, run every finding and the audit, and (if `out_dir`) write the
     CSVs. Returns the tables as DataFrames keyed by CSV stem; `audit` holds the five contract columns, the richer
-    audit (finding, source, id) is `audit_detail` (not written)."""
-    data = load_published(published_dir)
+    audit (finding, source, id) is `audit_detail` (not written). An incomplete copy of the authors' files is
+    refused unless `allow_partial` (`load_published`); then `partial.csv` lists the files the tables lack (and a
+    complete run removes a stale one)."""
+    data = load_published(published_dir, allow_partial=allow_partial)
     tables = findings_tables(data.table, nulls=nulls)
+    if data.partial:
+        tables["partial"] = pd.DataFrame({"missing_file": list(data.missing)})
+    elif out_dir is not None:
+        (Path(out_dir) / "partial.csv").unlink(missing_ok=True)
     result = run_audit(data.table, claims=claims, published=data, nulls=nulls)
     tables["audit"] = result.table[AUDIT_COLUMNS]
     tables["audit_unverified"] = result.unverified[UNVERIFIED_COLUMNS + ["finding", "source"]]

@@ -5,15 +5,21 @@ against the page's `parameters` cell before a kernel starts (an unknown or ill-t
 and the valid names); the page checks them again as it runs. The build's folders reach the kernel as environment
 variables (`book.build`), so the executed page shows only the parameters that differ from its defaults. The
 injected-parameters cell is tagged `remove-cell`: the page shows its parameters in a folded block of its own.
-The output is written only when the whole page ran: a failed run leaves the output path untouched (the failed
-notebook is kept next to the log, and the error names it).
+The output is written only when the whole page ran: a failed run leaves the output path untouched; the failed
+notebook is kept in one place (`failed_dir`, default `$TMPDIR/circuitdev-failed/`), named in the error, and removed
+by the page's next successful run. Before a kernel starts: the parameters (types and ranges), the output folder
+(not a file, writable), the working directory and the kernel are checked (ConfigError, exit 2). The kernel writes
+nothing to stderr of its own (`_kernel_options`); the page's temporary folder goes when the run ends, and one a
+killed run left goes at the next run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -22,11 +28,13 @@ import yaml
 
 from circuitdev.atomic import write_atomic
 from circuitdev.book.build import BuildFolders
-from circuitdev.book.parameters import check_parameters, spec_of
+from circuitdev.book.parameters import BUILD_PARAMETERS, check_bounds, check_parameters, read_parameters
 from circuitdev.errors import CircuitdevError, ConfigError
 from circuitdev.paths import REPO_ROOT
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+TEMP_PREFIX = "circuitdev-page-"  # + <pid>-<random>: a page's temporary folder
+FAILED_DIR = Path(tempfile.gettempdir()) / "circuitdev-failed"  # where a failed page is kept (default)
 
 
 class PageFailed(CircuitdevError):
@@ -67,9 +75,88 @@ def format_value_for_cli(value: Any) -> str:
     return shlex.quote(text)
 
 
-def check_page_parameters(source: Path, parameters: dict[str, Any]) -> dict[str, Any]:
-    """`parameters` checked against the page's declared types (and the build parameters); normalised."""
-    return check_parameters(parameters, spec_of(source), required=False, where=f"page {source.stem}")
+def check_page_parameters(source: Path, parameters: dict[str, Any], *,
+                          texts: dict[str, str] | None = None) -> dict[str, Any]:
+    """`parameters` checked against the page's declared types and ranges (and the build parameters); normalised.
+    `texts`: the command-line text of each value (for a quoting hint when YAML changed its type)."""
+    docs = read_parameters(source)
+    bad = [d.name for d in docs if d.type is None]
+    if bad:
+        raise ConfigError(f"{source}: cannot evaluate the type of parameter(s) {bad}")
+    spec = {**{d.name: d.type for d in docs}, **BUILD_PARAMETERS}
+    checked = check_parameters(parameters, spec, required=False, where=f"page {source.stem}", texts=texts)
+    check_bounds(checked, docs, where=f"page {source.stem}")
+    return checked
+
+
+def check_output(output: Path) -> None:
+    """The page's output path can be written: its folder is a folder (or can be made), and writable."""
+    if output.is_dir():
+        raise ConfigError(f"{output} is a folder; the output notebook needs a file name")
+    folder = output.parent
+    existing = next(p for p in [folder, *folder.parents] if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"--out {folder}: {existing} is a file, not a folder; name a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {folder}: {existing} is not writable; name a folder you can write to")
+
+
+def check_run_options(cwd: str | os.PathLike | None, kernel: str) -> None:
+    """The kernel's working directory exists and the kernel is installed (else a ConfigError naming the choices)."""
+    if cwd is not None and not Path(cwd).is_dir():
+        raise ConfigError(f"--cwd {cwd}: no such folder (the kernel's working directory)")
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    manager = KernelSpecManager()
+    try:
+        manager.get_kernel_spec(kernel)
+    except NoSuchKernel:
+        known = ", ".join(sorted(manager.find_kernel_specs())) or "none"
+        raise ConfigError(f"--kernel {kernel!r} is not installed; the kernels here: {known} "
+                          "(`jupyter kernelspec list`)") from None
+
+
+def failed_path(output: Path, failed_dir: str | os.PathLike | None = None) -> Path:
+    """Where a failed run of `output` is kept: `failed_dir/<name>`, else one file per output path in FAILED_DIR."""
+    if failed_dir is not None:
+        return Path(failed_dir) / output.name
+    tag = hashlib.sha256(str(output.resolve()).encode()).hexdigest()[:8]
+    return FAILED_DIR / f"{output.stem}-{tag}{output.suffix}"
+
+
+def _remove_stale_temp_folders() -> None:
+    """Remove the page folders of runs that were killed (their process is gone); only this user's."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*-*"):
+        pid = folder.name.removeprefix(TEMP_PREFIX).split("-")[0]
+        try:
+            if not pid.isdigit() or folder.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _kernel_options() -> dict[str, Any]:
+    """papermill's kernel settings for a page: CurveZMQ encryption where pyzmq and the kernel support it (else
+    ipykernel warns about plain TCP on stderr), and a kernel manager that does not interrupt the kernel before
+    shutting it down (nothing runs then -- the page finished or failed -- and that SIGINT races the kernel's last
+    reply: "KeyboardInterrupt caught in kernel" on stderr)."""
+    import zmq
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets.config import Config
+
+    class PageKernelManager(AsyncKernelManager):
+        async def _async_interrupt_kernel(self) -> None:
+            if getattr(self, "shutting_down", False):
+                return
+            await super()._async_interrupt_kernel()
+
+    config = Config()
+    if zmq.has("curve"):
+        config.KernelManager.transport_encryption = "auto"
+    return {"config": config, "kernel_manager_class": PageKernelManager}
 
 
 @contextlib.contextmanager
@@ -88,41 +175,61 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 def execute_page(source: str | os.PathLike, output: str | os.PathLike, parameters: dict[str, Any] | None = None,
                  *, folders: BuildFolders | None = None, cwd: str | os.PathLike | None = None,
-                 kernel: str = "python3", failed_dir: str | os.PathLike | None = None) -> Path:
+                 kernel: str = "python3", failed_dir: str | os.PathLike | None = None,
+                 allow_partial: bool = False) -> Path:
     """Run page `source` with `parameters` and write the executed notebook to `output` (atomically).
 
     `folders`: the build's folders, passed to the kernel as environment variables (default: inherit this
-    process's). `cwd`: the kernel's working directory (default: the repository). Raises ConfigError for a bad
-    parameter (before anything runs) and PageFailed when a cell fails."""
+    process's). `cwd`: the kernel's working directory (default: the repository). `failed_dir`: where a failed run
+    is kept (default: see `failed_path`). `allow_partial`: the page may read an incomplete copy of the authors'
+    files, marked partial (`circuitdev.sources.published.load_published`). Raises ConfigError for a bad parameter,
+    output, working directory or kernel (before anything runs) and PageFailed when a cell or the kernel fails."""
     import jupytext
     import nbformat
     import papermill as pm
 
+    from circuitdev.sources.published import PARTIAL_ENV
+
     source = Path(source)
     parameters = check_page_parameters(source, dict(parameters or {}))
     output = Path(output)
+    check_output(output)
+    check_run_options(cwd, kernel)
     notebook = jupytext.read(source)
-    env = folders.environment() if folders is not None else {}
-    with tempfile.TemporaryDirectory(prefix="circuitdev-page-") as tmp:
+    env = {**(folders.environment() if folders is not None else {}), **({PARTIAL_ENV: "1"} if allow_partial else {})}
+    kept = failed_path(output, failed_dir)
+    _remove_stale_temp_folders()
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
         src, out = Path(tmp) / f"{source.stem}.ipynb", Path(tmp) / output.name
         nbformat.write(notebook, src)
         try:
             with _environment(env):
                 executed = pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel,
-                                               language="python", cwd=str(cwd or REPO_ROOT), progress_bar=False)
+                                               language="python", cwd=str(cwd or REPO_ROOT), progress_bar=False,
+                                               **_kernel_options())
         except pm.PapermillExecutionError as err:
-            kept = Path(failed_dir or tempfile.mkdtemp(prefix="circuitdev-failed-")) / output.name
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            if out.is_file():
-                kept.write_bytes(out.read_bytes())
+            _keep(out, kept)
             raise PageFailed(f"page {source.stem} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "
                              f"(the failed notebook: {kept})") from None
+        except (RuntimeError, OSError) as err:  # the kernel died or could not start
+            _keep(out, kept)
+            raise PageFailed(f"page {source.stem}: the kernel failed ({type(err).__name__}: {err}); the notebook "
+                             f"so far: {kept}") from None
     for cell in executed.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
     write_atomic(output, nbformat.writes(executed))
+    kept.unlink(missing_ok=True)  # this page ran: the last failure is history
     return output
+
+
+def _keep(out: Path, kept: Path) -> None:
+    """Keep the failed notebook (what papermill wrote of it) at `kept`, replacing an older failure."""
+    if out.is_file():
+        write_atomic(kept, out.read_bytes())
+    else:
+        kept.unlink(missing_ok=True)
 
 
 def parameters_hash(parameters: dict[str, Any]) -> str:

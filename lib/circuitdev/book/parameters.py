@@ -7,17 +7,27 @@ A page's `parameters` cell is a list of typed assignments, each with the comment
 
 The annotations are the types (`str`, `int`, `float`, `bool`, `list[...]`, `dict[...]`, `X | None` / `Optional[X]`,
 or a `Literal[...]` alias such as `Rule`); papermill only parses annotations made of names and [], so allowed values
-live in the aliases. `read_parameters(source)` reads the cell from a notebook source (names, types, defaults,
-comments: what `circuitdev notebook list` prints), `check_parameters` checks given values against the types (what a
-page does as it starts, and what `circuitdev notebook run` does before it starts a kernel). Besides its own
-parameters every page accepts the build's folder parameters (`BUILD_PARAMETERS`), which it otherwise takes from the
-build configuration (`circuitdev.book.build`).
+live in the aliases. A number's range goes in a comment at the end of its line, in interval notation after `in`
+(`inf` for no bound; for a list it applies to every item; None is always allowed where the type allows it)::
+
+    # a jump carrying at least this share of the total rise makes a transition
+    transition_share: float = 0.5  # in [0, 1]
+    bos_threshold: float = 30.0  # in (0, inf)
+
+`read_parameters(source)` reads the cell from a notebook source (names, types, ranges, defaults, comments: what
+`circuitdev notebook list` prints), `check_parameters` checks given values against the types (what a page does as
+it starts) and `check_bounds` against the ranges (with the types, what `circuitdev notebook run` does before it
+starts a kernel). Besides its own parameters every page accepts the build's folder parameters
+(`BUILD_PARAMETERS`), which it otherwise takes from the build configuration (`circuitdev.book.build`).
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import math
 import re
+import tokenize
 import types
 import typing
 from dataclasses import dataclass
@@ -101,13 +111,35 @@ def _coerce(value: Any, tp: Any) -> tuple[bool, Any]:
                       "dict[...], Literal[...] or X | None")
 
 
+def _accepts_text(tp: Any) -> bool:
+    """Whether some string is a valid value of `tp` (str, a Literal of strings, or a union holding one)."""
+    origin = typing.get_origin(tp)
+    if tp is str:
+        return True
+    if origin is Literal:
+        return any(isinstance(a, str) for a in typing.get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return any(_accepts_text(a) for a in typing.get_args(tp))
+    return False
+
+
+def yaml_hint(name: str, value: Any, tp: Any, text: str | None = None) -> str:
+    """A quoting hint when YAML made a non-string of what was meant as text (`yes` -> True, `a: b` -> a mapping)."""
+    if isinstance(value, str) or not _accepts_text(tp):
+        return ""
+    shown = text if text is not None else "TEXT"
+    return (f". YAML read {shown!r} as {type(value).__name__} (yes/no/on/off are booleans, `a: b` a mapping, "
+            f"null/~ None): to pass it as text, quote it inside the shell's quotes: -p {name} '\"{shown}\"'")
+
+
 def check_parameters(given: dict[str, Any], spec: dict[str, Any], *, required: bool = True,
-                     where: str = "this notebook") -> dict[str, Any]:
+                     where: str = "this notebook", texts: dict[str, str] | None = None) -> dict[str, Any]:
     """Check parameter values against their declared types; return them normalised (int -> float, tuple -> list).
 
     `spec` maps each parameter to its annotation. Raises ConfigError naming the parameter, the expected type, the
     allowed values (for a Literal) and what was given; an unknown name lists the parameters `where` takes.
-    `required=False` checks only the names given (a partial set of overrides)."""
+    `required=False` checks only the names given (a partial set of overrides). `texts`: the command-line text of
+    each value, quoted in the hint when YAML turned text into another type."""
     unknown = sorted(set(given) - set(spec))
     if unknown:
         known = ", ".join(f"{k} ({type_name(t)})" for k, t in spec.items())
@@ -123,8 +155,9 @@ def check_parameters(given: dict[str, Any], spec: dict[str, Any], *, required: b
         if not ok:
             allowed = _allowed(tp)
             choices = f"; allowed values: {', '.join(map(repr, allowed))}" if allowed else ""
+            hint = yaml_hint(name, given[name], tp, (texts or {}).get(name))
             raise ConfigError(f"notebook parameter {name!r} must be {type_name(tp)}{choices}; got {given[name]!r} "
-                              f"({type(given[name]).__name__})")
+                              f"({type(given[name]).__name__}){hint}")
         out[name] = value
     return out
 
@@ -176,6 +209,46 @@ def check_namespace(namespace: dict[str, Any]) -> tuple[dict[str, Any], dict[str
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """A closed, open or half-open interval of numbers: `in [0, 1]`, `in (0, inf)`."""
+
+    low: float
+    high: float
+    low_closed: bool = True
+    high_closed: bool = True
+
+    def __contains__(self, x: float) -> bool:
+        above = x >= self.low if self.low_closed else x > self.low
+        below = x <= self.high if self.high_closed else x < self.high
+        return above and below and not math.isnan(x)
+
+    def __str__(self) -> str:
+        def fmt(v: float) -> str:
+            return "inf" if v == math.inf else "-inf" if v == -math.inf else f"{v:g}"
+        return f"{'[' if self.low_closed else '('}{fmt(self.low)}, {fmt(self.high)}{']' if self.high_closed else ')'}"
+
+
+_BOUNDS_RE = re.compile(r"^in\s*([\[(])\s*([^,\s]+)\s*,\s*([^\])\s]+)\s*([\])])$")
+
+
+def parse_bounds(text: str) -> Bounds | None:
+    """"in [0, 1]" -> Bounds(0, 1); "in (0, inf)" -> Bounds(0, inf, False, False); other text -> None.
+    Text that starts like a range but is not one is a ConfigError."""
+    text = text.strip()
+    if not re.match(r"^in\s*[\[(]", text):
+        return None
+    m = _BOUNDS_RE.match(text)
+    try:
+        low, high = float(m.group(2)), float(m.group(3))  # type: ignore[union-attr]
+    except (AttributeError, ValueError):
+        raise ConfigError(f"range {text!r} is not `in [LOW, HIGH]` (round brackets for open ends, inf for none)") \
+            from None
+    if not low <= high:
+        raise ConfigError(f"range {text!r}: the lower end is above the upper")
+    return Bounds(low, high, m.group(1) == "[", m.group(4) == "]")  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
 class ParameterDoc:
     name: str
     annotation: str  # as written, e.g. "list[Source]"
@@ -183,6 +256,31 @@ class ParameterDoc:
     default_text: str  # as written
     comment: str  # the comment lines above it
     type: Any = None  # the evaluated annotation (None when it could not be evaluated)
+    bounds: Bounds | None = None  # the range in the comment at the end of its line (`# in [0, 1]`)
+
+
+def check_bounds(values: dict[str, Any], docs: Sequence[ParameterDoc], *, where: str = "this notebook") -> None:
+    """Each value (each item of a list) within its parameter's declared range; a ConfigError names the first that
+    is not, its range and its meaning. None and parameters without a range pass."""
+    for doc in docs:
+        value = values.get(doc.name)
+        if doc.bounds is None or value is None:
+            continue
+        items = value if isinstance(value, (list, tuple)) else [value]
+        bad = [v for v in items if isinstance(v, (int, float)) and not isinstance(v, bool) and v not in doc.bounds]
+        if bad:
+            each = "each item of " if isinstance(value, (list, tuple)) else ""
+            raise ConfigError(f"notebook parameter {doc.name!r} of {where}: {each}the value must be in {doc.bounds}; "
+                              f"got {value!r} ({doc.comment or doc.annotation})")
+
+
+def _trailing_comment(line: str) -> str:
+    """The comment at the end of a code line ("" when none)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return ""
+    return next((t.string.lstrip("#").strip() for t in tokens if t.type == tokenize.COMMENT), "")
 
 
 _CELL_RE = re.compile(r"^# %%(.*)$")
@@ -241,7 +339,11 @@ def read_parameters(source: str | Path) -> list[ParameterDoc]:
             tp = eval(annotation, dict(namespace))  # noqa: S307 -- the page's own annotation
         except Exception:
             tp = None
-        out.append(ParameterDoc(node.target.id, annotation, default, default_text, " ".join(comment), tp))
+        try:
+            bounds = parse_bounds(_trailing_comment(stripped))
+        except ConfigError as err:
+            raise ConfigError(f"{path}: parameter {node.target.id}: {err}") from None
+        out.append(ParameterDoc(node.target.id, annotation, default, default_text, " ".join(comment), tp, bounds))
         comment = []
     return out
 

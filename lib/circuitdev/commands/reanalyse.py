@@ -26,11 +26,17 @@ def register(subparsers) -> None:
                    help=f"optional CSV of null-selectivity draws for F6 (columns: panel, {', '.join(NULL_COLUMNS)})")
     p.add_argument("--claims", type=Path, default=None,
                    help="claims file for the audit (default: data/claims.yaml, the paper's numeric claims)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="read an incomplete copy of the authors' files (refused by default): the tables cover only "
+                        "the files present, partial.csv lists the others")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    import warnings
+
     from circuitdev.analysis.reanalysis import reanalyse  # heavy imports only when the command runs
+    from circuitdev.sources.published import PartialCopyWarning
 
     start = time.perf_counter()
     nulls = None
@@ -43,7 +49,12 @@ def run(args: argparse.Namespace) -> int:
 
     published = args.published if args.published is not None else published_dir()
     out = args.out if args.out is not None else data_dir() / "reanalysis"
-    tables = reanalyse(published, out, nulls=nulls, claims=args.claims)
+    with warnings.catch_warnings():  # said below, in one line
+        warnings.simplefilter("ignore", PartialCopyWarning)
+        tables = reanalyse(published, out, nulls=nulls, claims=args.claims, allow_partial=args.allow_partial or None)
+    if "partial" in tables:
+        print(f"PARTIAL: {len(tables['partial'])} of the authors' files missing or changed (listed in "
+              f"{relative_to_repo(out / 'partial.csv')}); every table below covers only the files present")
     audit = tables["audit"]
     counts = audit["status"].value_counts()
     finals = tables["bos_fraction"].groupby("model", sort=False).tail(1)

@@ -3,22 +3,28 @@
 `data/published_manifest.tsv` lists every file of a published directory with the authors' repository path, the
 pinned commit, its size and sha256 -- the data themselves are never part of this repository. Files are downloaded
 from `$CIRCUITDEV_PUBLISHED_URL` (a template with `{commit}` and `{repo_path}`; default: the authors' raw files on
-GitHub), so a mirror or a test server can serve them.
+GitHub; `circuitdev.sources.download`), so a mirror or a test server can serve them. `$CIRCUITDEV_PUBLISHED_MANIFEST`
+names another manifest (a mirror that pins other files; the tests' fixture mirror).
 
-- `fetch_published` downloads (or, with `from_dir`, copies) each file, verifies its sha256 before writing it
-  atomically, and leaves alone the files already present with the right hash; it stops at the first failure.
-- `ensure_published` makes a folder complete or leaves it alone, never half-filled: the files are gathered in a
-  staging folder beside it and swapped in only when every sha256 matches (what `make book` runs before the pages).
-- `check_published` compares a folder with the manifest.
+- `fetch_published` makes a folder hold every manifest file, all or nothing: the files not already right are
+  downloaded (or, with `from_dir`, copied) into a staging folder beside it (`.<name>.staging`), each verified
+  against its sha256, and moved in only when all of them are. A failure raises and leaves the folder as it was; a
+  kill leaves at most the staging folder, which the next run removes. Only the manifest's files are touched: a
+  user's README or notes stay, and a manifest file with other content is kept beside the new one
+  (`<file>.replaced-<sha8>`, named in the result), never deleted.
+- `ensure_published` is the same, but never raises for a failed download: it returns (complete, one-line message)
+  -- what `make book` runs before the pages, which then leave the tier out and say why.
+- `check_published` / `copy_status` compare a folder with the manifest (what every reader checks first:
+  `circuitdev.sources.published.load_published`).
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import http.client
 import os
-import urllib.error
-import urllib.request
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -26,30 +32,18 @@ from typing import Callable
 import pandas as pd
 
 from circuitdev.atomic import sha256_of, write_atomic
-from circuitdev.errors import DataError
+from circuitdev.errors import CircuitdevError, ConfigError, DataError
 from circuitdev.paths import REPO_ROOT, published_dir
+from circuitdev.sources.download import RAW_URL, URL_ENV, DownloadError, classify, url_template
+from circuitdev.sources.download import download as _download
+
+__all__ = ["MANIFEST_PATH", "MANIFEST_ENV", "RAW_URL", "URL_ENV", "DownloadError", "ManifestEntry", "CopyStatus",
+           "url_template", "read_manifest", "fetch_published", "ensure_published", "check_published",
+           "copy_status", "is_complete"]
 
 MANIFEST_PATH = REPO_ROOT / "data" / "published_manifest.tsv"
-RAW_URL = "https://raw.githubusercontent.com/skydancerosel/spectral-probe-circuits/{commit}/{repo_path}"
-URL_ENV = "CIRCUITDEV_PUBLISHED_URL"
-
-
-class DownloadError(DataError):
-    """A manifest file could not be downloaded (offline, unreachable mirror, HTTP error)."""
-
-    def __init__(self, url: str, reason: BaseException):
-        self.url, self.reason = url, getattr(reason, "reason", reason)
-        super().__init__(f"cannot download {url} ({self.reason}); offline? Copy the published files from a machine "
-                         "that is online and use `--from DIR` with that copy")
-
-
-def url_template() -> str:
-    """$CIRCUITDEV_PUBLISHED_URL, else the authors' raw files; `{commit}` and `{repo_path}` are filled in."""
-    template = os.environ.get(URL_ENV, "").strip() or RAW_URL
-    if "{repo_path}" not in template:
-        raise DataError(f"{URL_ENV}={template!r} has no {{repo_path}} field; e.g. "
-                        "http://127.0.0.1:8000/{commit}/{repo_path}")
-    return template
+MANIFEST_ENV = "CIRCUITDEV_PUBLISHED_MANIFEST"
+Download = Callable[[str, float], bytes]  # (url, timeout for the whole file) -> its bytes
 
 
 @dataclass(frozen=True)
@@ -65,45 +59,24 @@ class ManifestEntry:
         return url_template().format(commit=self.commit, repo_path=self.repo_path)
 
 
-def read_manifest(path: str | os.PathLike = MANIFEST_PATH) -> list[ManifestEntry]:
-    lines = [l for l in Path(path).read_text().splitlines() if l.strip() and not l.startswith("#")]
-    return [ManifestEntry(r["local_path"], r["repo_path"], r["commit"], int(r["bytes"]), r["sha256"])
-            for r in csv.DictReader(lines, delimiter="\t")]
+def manifest_path() -> Path:
+    """$CIRCUITDEV_PUBLISHED_MANIFEST, else data/published_manifest.tsv."""
+    value = os.environ.get(MANIFEST_ENV, "").strip()
+    return Path(value).expanduser() if value else MANIFEST_PATH
 
 
-def _download(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (fixed https URL)
-        return response.read()
+def read_manifest(path: str | os.PathLike | None = None) -> list[ManifestEntry]:
+    path = Path(path) if path is not None else manifest_path()
+    try:
+        lines = [l for l in path.read_text().splitlines() if l.strip() and not l.startswith("#")]
+        return [ManifestEntry(r["local_path"], r["repo_path"], r["commit"], int(r["bytes"]), r["sha256"])
+                for r in csv.DictReader(lines, delimiter="\t")]
+    except (OSError, KeyError, TypeError, ValueError) as err:
+        raise DataError(f"{path}: cannot read the manifest of the authors' files ({type(err).__name__}: {err}); "
+                        f"restore data/published_manifest.tsv from the repository or fix {MANIFEST_ENV}") from None
 
 
-def fetch_published(to_dir: str | os.PathLike | None = None, *, from_dir: str | os.PathLike | None = None,
-                    manifest: list[ManifestEntry] | None = None, timeout: float = 30.0,
-                    download: Callable[[str, float], bytes] = _download) -> pd.DataFrame:
-    """Download (or, with `from_dir`, copy from a local copy) every manifest file into `to_dir`, verify its sha256,
-    write atomically. Files already present with the right sha256 are left alone. Returns local_path, action."""
-    to = Path(to_dir) if to_dir is not None else published_dir()
-    done = []
-    for entry in manifest if manifest is not None else read_manifest():
-        dest = to / entry.local_path
-        if dest.exists() and sha256_of(dest) == entry.sha256:
-            done.append({"local_path": entry.local_path, "action": "present"})
-            continue
-        if from_dir is not None:
-            src = Path(from_dir) / entry.local_path
-            if not src.exists():
-                raise DataError(f"{src}: missing from the local copy {from_dir}; it should hold {entry.local_path}")
-            data, origin = src.read_bytes(), str(src)
-        else:
-            try:
-                data, origin = download(entry.url, timeout), entry.url
-            except (urllib.error.URLError, OSError, TimeoutError) as err:
-                raise DownloadError(entry.url, err) from err
-        if hashlib.sha256(data).hexdigest() != entry.sha256:
-            raise DataError(f"{origin}: sha256 {hashlib.sha256(data).hexdigest()[:12]}... differs from the pinned "
-                            f"{entry.sha256[:12]}... of {entry.repo_path}@{entry.commit[:8]}; not written")
-        write_atomic(dest, data)
-        done.append({"local_path": entry.local_path, "action": "copied" if from_dir is not None else "downloaded"})
-    return pd.DataFrame(done, columns=["local_path", "action"])
+# ------------------------------------------------------------------------------------------------------ the check
 
 
 def check_published(directory: str | os.PathLike, *, manifest: list[ManifestEntry] | None = None) -> pd.DataFrame:
@@ -112,9 +85,47 @@ def check_published(directory: str | os.PathLike, *, manifest: list[ManifestEntr
     rows = []
     for entry in manifest if manifest is not None else read_manifest():
         path = root / entry.local_path
-        status = "missing" if not path.exists() else "ok" if sha256_of(path) == entry.sha256 else "sha256 mismatch"
+        status = "missing" if not path.is_file() else "ok" if sha256_of(path) == entry.sha256 else "sha256 mismatch"
         rows.append({"local_path": entry.local_path, "status": status})
     return pd.DataFrame(rows, columns=["local_path", "status"])
+
+
+@dataclass(frozen=True)
+class CopyStatus:
+    """A folder against the manifest. It is a *copy* of the authors' files when it holds at least one of them with
+    its pinned sha256; a folder holding none (a synthetic test folder, the authors' code run at other commits) is
+    read by the schema checks alone."""
+
+    directory: Path
+    n_files: int  # files the manifest lists
+    missing: tuple[str, ...]
+    changed: tuple[str, ...]  # present with another sha256
+    n_ok: int
+
+    @property
+    def is_copy(self) -> bool:
+        return self.n_ok > 0
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.changed
+
+    def describe(self, shown: int = 3) -> str:
+        """"2 of 39 files missing (a.json, b.json), 1 changed (c.json)"."""
+        def some(names: tuple[str, ...]) -> str:
+            more = f" and {len(names) - shown} more" if len(names) > shown else ""
+            return ", ".join(names[:shown]) + more
+
+        parts = [f"{len(self.missing)} of {self.n_files} files missing ({some(self.missing)})"] if self.missing else []
+        parts += [f"{len(self.changed)} changed ({some(self.changed)})"] if self.changed else []
+        return ", ".join(parts) or f"all {self.n_files} files present"
+
+
+def copy_status(directory: str | os.PathLike, *, manifest: list[ManifestEntry] | None = None) -> CopyStatus:
+    table = check_published(directory, manifest=manifest)
+    by = table.groupby("status")["local_path"].apply(tuple).to_dict()
+    return CopyStatus(Path(directory), len(table), by.get("missing", ()), by.get("sha256 mismatch", ()),
+                      len(by.get("ok", ())))
 
 
 def is_complete(directory: str | os.PathLike, *, manifest: list[ManifestEntry] | None = None) -> bool:
@@ -122,48 +133,129 @@ def is_complete(directory: str | os.PathLike, *, manifest: list[ManifestEntry] |
     return root.is_dir() and bool((check_published(root, manifest=manifest)["status"] == "ok").all())
 
 
+# -------------------------------------------------------------------------------------------- stage, then swap in
+
+
+def staging_dir(to: Path) -> Path:
+    """Where a fetch gathers files before they move in: `.<name>.staging` beside the folder."""
+    return to.parent / f".{to.name}.staging"
+
+
+def _get(entry: ManifestEntry, from_dir: Path | None, timeout: float, download: Download) -> tuple[bytes, str]:
+    if from_dir is not None:
+        src = from_dir / entry.local_path
+        if not src.is_file():
+            raise DataError(f"{src}: missing from the local copy {from_dir}; it should hold {entry.local_path}")
+        return src.read_bytes(), str(src)
+    url = entry.url
+    try:
+        return download(url, timeout), url
+    except (OSError, http.client.HTTPException) as err:  # a downloader of one's own (tests) may raise these
+        raise classify(url, err, timeout) from err
+
+
+def _verify(entry: ManifestEntry, data: bytes, origin: str) -> None:
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != entry.sha256:
+        size = f"{len(data)} bytes where the manifest says {entry.bytes}; " if len(data) != entry.bytes else ""
+        raise DataError(f"{origin}: {size}sha256 {digest[:12]}... differs from the pinned {entry.sha256[:12]}... "
+                        f"of {entry.repo_path}@{entry.commit[:8]}; not written (a corrupt copy or a wrong mirror)")
+
+
+def _stage_one(staging: Path, entry: ManifestEntry, data: bytes) -> None:
+    write_atomic(staging / entry.local_path, data)
+
+
+def _swap_in(to: Path, staging: Path, entry: ManifestEntry) -> str | None:
+    """Move one staged file into `to`; a file it replaces (other content) is kept beside it. Returns that name."""
+    dest = to / entry.local_path
+    kept = None
+    if dest.is_file():
+        aside = dest.with_name(f"{dest.name}.replaced-{sha256_of(dest)[:8]}")
+        if not aside.exists():
+            os.replace(dest, aside)
+        kept = str(aside.relative_to(to))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staging / entry.local_path, dest)
+    return kept
+
+
+def fetch_published(to_dir: str | os.PathLike | None = None, *, from_dir: str | os.PathLike | None = None,
+                    manifest: list[ManifestEntry] | None = None, timeout: float = 30.0,
+                    download: Download = _download) -> pd.DataFrame:
+    """Make `to_dir` hold every manifest file, all or nothing (see the module docstring). Files already right are
+    left alone. Returns local_path, action ("present", "downloaded", "copied"); `.attrs["replaced"]` lists the files
+    kept aside. Raises ConfigError for a bad timeout or URL template (before any download), DataError (a
+    DownloadError for a failed download) with `to_dir` unchanged."""
+    to = Path(to_dir) if to_dir is not None else published_dir()
+    source = Path(from_dir) if from_dir is not None else None
+    if not timeout > 0:
+        raise ConfigError(f"--timeout must be > 0 seconds (it bounds each whole file), got {timeout:g}")
+    if source is None:
+        url_template()  # a malformed template fails here, before anything is downloaded
+    elif not source.is_dir():
+        raise DataError(f"{source}: no such folder to copy the authors' files from")
+    if to.exists() and not to.is_dir():
+        raise DataError(f"{to} is a file, not a folder; name a folder with --to")
+    entries = manifest if manifest is not None else read_manifest()
+    table = check_published(to, manifest=entries)
+    status = dict(zip(table["local_path"], table["status"]))
+    todo = [e for e in entries if status[e.local_path] != "ok"]
+    staging = staging_dir(to)
+    shutil.rmtree(staging, ignore_errors=True)  # what a killed run left
+    try:
+        for entry in todo:
+            data, origin = _get(entry, source, timeout, download)
+            _verify(entry, data, origin)
+            _stage_one(staging, entry, data)
+        replaced = [kept for entry in todo if (kept := _swap_in(to, staging, entry))]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    to.mkdir(parents=True, exist_ok=True)
+    action = "copied" if source is not None else "downloaded"
+    done = pd.DataFrame([{"local_path": e.local_path, "action": "present" if status[e.local_path] == "ok" else action}
+                         for e in entries], columns=["local_path", "action"])
+    done.attrs["replaced"] = replaced
+    return done
+
+
+def _left(to: Path, manifest: list[ManifestEntry] | None) -> str:
+    """What a failed `ensure` leaves: nothing to say for an absent or empty folder, else its state."""
+    try:
+        if not to.is_dir() or not any(to.iterdir()):
+            return ""
+        return f"; {to} is left as it was ({copy_status(to, manifest=manifest).describe()}; readers refuse it)"
+    except Exception:  # noqa: BLE001 -- only a note; the manifest itself may be what failed
+        return f"; {to} is left as it was"
+
+
 def ensure_published(to_dir: str | os.PathLike, *, from_dir: str | os.PathLike | None = None,
                      manifest: list[ManifestEntry] | None = None, timeout: float = 10.0,
-                     download: Callable[[str, float], bytes] = _download) -> tuple[bool, str]:
-    """Make `to_dir` hold every manifest file with its pinned sha256, or leave it out: (complete, one-line message).
+                     download: Download = _download) -> tuple[bool, str]:
+    """Make `to_dir` hold every manifest file with its pinned sha256, or say why not: (complete, one-line message).
 
-    Files already right are kept; the others come from `from_dir` (a local copy) or are downloaded. Everything is
-    gathered in `.<name>.staging` beside `to_dir` and swapped in only when complete, so a reader never sees a
-    partial or corrupt folder. On failure (offline, a bad copy) nothing is raised: a folder that was there but
-    incomplete or corrupt is moved aside to `<name>.invalid`, and the message says why and how to add the files."""
-    import shutil
-
+    As `fetch_published`, but any failure (offline, a 404, a dropped or hung transfer, a bad copy or template, a
+    folder that cannot be written) is returned as "not available" instead of raised; the folder is left as it was
+    (an incomplete one is refused by every reader), nothing is deleted or moved, and the staging folder is removed
+    in every case. Use it where a missing tier must not stop the build (`make book`); use `fetch_published` where
+    a failure should stop."""
     to = Path(to_dir)
-    entries = manifest if manifest is not None else read_manifest()
-    if is_complete(to, manifest=entries):
-        return True, f"published: {len(entries)} files in {to}, sha256 verified (nothing to fetch)"
-    staging = to.parent / f".{to.name}.staging"
-    shutil.rmtree(staging, ignore_errors=True)
     try:
-        if to.is_dir():  # keep what is already right
-            for entry in entries:
-                src = to / entry.local_path
-                if src.is_file() and sha256_of(src) == entry.sha256:
-                    write_atomic(staging / entry.local_path, src.read_bytes())
-        done = fetch_published(staging, from_dir=from_dir, manifest=entries, timeout=timeout, download=download)
-    except DataError as err:
-        why = f"{err.reason} for {err.url}" if isinstance(err, DownloadError) else str(err)
-        shutil.rmtree(staging, ignore_errors=True)
-        if to.exists():
-            aside = to.parent / f"{to.name}.invalid"
-            shutil.rmtree(aside, ignore_errors=True)
-            to.rename(aside)
+        entries = manifest if manifest is not None else read_manifest()
+        if is_complete(to, manifest=entries):
+            return True, f"published: {len(entries)} files in {to}, sha256 verified (nothing to fetch)"
+        done = fetch_published(to, from_dir=from_dir, manifest=entries, timeout=timeout, download=download)
+    except Exception as err:  # noqa: BLE001 -- the contract: never fail the build, say why in one line
+        why = (f"{err.short} for {err.url}" if isinstance(err, DownloadError) else
+               str(err) if isinstance(err, CircuitdevError) else f"{type(err).__name__}: {err}")
         how = ("`circuitdev published fetch` when online, or `make book PUBLISHED_DIR=/path/to/a/copy`"
                if from_dir is None else f"a complete copy in place of {from_dir}")
-        return False, f"published: not available ({why}); the book is built without the authors' files -- add them: {how}"
-    if to.exists():
-        old = to.parent / f".{to.name}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        to.rename(old)
-        staging.rename(to)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.rename(to)
+        return False, (f"published: not available ({why}); the book is built without the authors' files"
+                       f"{_left(to, manifest)} -- add them: {how}")
+    finally:
+        shutil.rmtree(staging_dir(to), ignore_errors=True)
     how = "copied from " + str(from_dir) if from_dir is not None else "downloaded from " + url_template().split("{")[0]
     fetched = int((done["action"] != "present").sum())
-    return True, f"published: {fetched} of {len(entries)} files {how} into {to}, sha256 verified"
+    kept = f"; kept the replaced file(s) beside them: {', '.join(done.attrs['replaced'])}" if done.attrs["replaced"] \
+        else ""
+    return True, f"published: {fetched} of {len(entries)} files {how} into {to}, sha256 verified{kept}"

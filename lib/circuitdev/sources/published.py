@@ -7,10 +7,15 @@ fetch` writes it, by default into data/published; `circuitdev.paths.published_di
     pr_trajectory/{pythia_1b,olmo,olmoe}_phase1_trajectory.json     per-head participation ratio at each revision
     ablation/*.json                                                 final-checkpoint ablations (optional)
 
-`load_published(dir)` validates every file on load (a malformed or partial file is a `DataError` naming the file
-and the field) and returns the developmental table (schema.py columns, `source="published"`) plus the run metadata
-the audit needs. `circuitdev.sources.fetch` downloads the same files from the authors' repository at the commits
-pinned in `data/published_manifest.tsv` (paths and sha256 only; the data are never part of this repository).
+`load_published(dir)` first checks the folder against the manifest (`check_copy`): a copy of the authors' files
+that lacks some of them, or holds one with other content, is refused with one line naming them and the command
+that completes it -- unless partial copies are allowed (`allow_partial=True`, `--allow-partial`, or
+$CIRCUITDEV_PUBLISHED_PARTIAL=1, which reaches the pages), when the result is marked `partial` with its `missing`
+files and a `PartialCopyWarning` says so wherever it is loaded. It then validates every file (a malformed or partial
+file is a `DataError` naming the file and the field) and returns the developmental table (schema.py columns,
+`source="published"`) plus the run metadata the audit needs. `circuitdev.sources.fetch` downloads the same files
+from the authors' repository at the commits pinned in `data/published_manifest.tsv` (paths and sha256 only; the
+data are never part of this repository).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import json
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -28,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.errors import DataError
-from circuitdev.paths import PUBLISHED_ENV, published_dir
+from circuitdev.paths import PUBLISHED_ENV, published_dir, relative_to_repo
 from circuitdev.measure.classify import with_classification
 from circuitdev.schema import HEAD_CLASSES, sel_column
 
@@ -182,17 +188,57 @@ class PublishedData:
     features: pd.DataFrame  # the top-K `classifications` rows: panel, revision, layer, head, rank, integral, spread
     ablation: pd.DataFrame  # tidy final-checkpoint ablation metrics (empty when the folder is absent)
     directory: Path
+    partial: bool = False  # True: an incomplete copy of the authors' files, read because it was allowed
+    missing: tuple[str, ...] = ()  # then: the manifest files it lacks or holds with other content
+
+
+PARTIAL_ENV = "CIRCUITDEV_PUBLISHED_PARTIAL"  # "1": every reader in this process (and its pages) allows partial
+
+
+class PartialCopyWarning(UserWarning):
+    """Numbers computed from an incomplete copy of the authors' files (allowed explicitly)."""
+
+
+def partial_allowed(allow_partial: bool | None = None) -> bool:
+    """An explicit `allow_partial`, else $CIRCUITDEV_PUBLISHED_PARTIAL (set by `--allow-partial`)."""
+    if allow_partial is not None:
+        return bool(allow_partial)
+    return os.environ.get(PARTIAL_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def check_copy(root: Path, *, allow_partial: bool | None = None, manifest=None):
+    """The check every reader of the authors' files makes before reading them: compare `root` with the manifest
+    (`circuitdev.sources.fetch.copy_status`). An incomplete copy (files missing or with another sha256) raises a
+    DataError naming them and the command that completes it; allowed, it warns and returns its status. Returns
+    None for a complete copy and for a folder that holds none of the pinned files (read by the schema checks)."""
+    from circuitdev.sources.fetch import copy_status
+
+    status = copy_status(root, manifest=manifest)
+    if not status.is_copy or status.complete:
+        return None
+    fetch = f"circuitdev published fetch --to {relative_to_repo(root)}"
+    if not partial_allowed(allow_partial):
+        raise DataError(f"{root}: an incomplete copy of the authors' files -- {status.describe()}; complete it with "
+                        f"`{fetch}`, or read the subset, marked partial, with --allow-partial ({PARTIAL_ENV}=1)")
+    warnings.warn(f"{root}: a PARTIAL copy of the authors' files ({status.describe()}); every number from it covers "
+                  f"only the files present. Complete it with `{fetch}`", PartialCopyWarning, stacklevel=2)
+    return status
 
 
 def load_published(directory: str | os.PathLike | None = None, *, panels: tuple[str, ...] = PANELS,
-                   require_pr: bool = False) -> PublishedData:
+                   require_pr: bool = False, allow_partial: bool | None = None, manifest=None) -> PublishedData:
     """Read and validate a published directory. `require_pr=True` makes a missing PR trajectory an error
-    (use it for F5, which needs PR); by default the table's `pr` is NaN where no trajectory covers a head."""
+    (use it for F5, which needs PR); by default the table's `pr` is NaN where no trajectory covers a head.
+    An incomplete copy of the authors' files is refused unless `allow_partial` (default: $CIRCUITDEV_PUBLISHED_PARTIAL;
+    see `check_copy`); `manifest`: the entries to check against (default: `circuitdev.sources.fetch.read_manifest`)."""
     root = Path(directory) if directory is not None else published_dir()
     if not root.is_dir():
         raise DataError(f"published directory {root} does not exist; run `circuitdev published fetch --to {root}` "
                         f"or pass the folder holding per_revision/ and pr_trajectory/ (env {PUBLISHED_ENV})")
+    partial = check_copy(root, allow_partial=allow_partial, manifest=manifest)
     frames, revisions, trajectories, features = [], [], [], []
+    if partial is not None:  # a partial copy may lack whole panels: read the others
+        panels = tuple(p for p in panels if _has_revisions(root, _panel(p))) or panels
     for panel in panels:
         table, rev_meta, feats = _load_panel_revisions(root, _panel(panel))
         traj = root / "pr_trajectory" / _panel(panel).trajectory_file
@@ -216,12 +262,18 @@ def load_published(directory: str | os.PathLike | None = None, *, panels: tuple[
         features=pd.concat(features, ignore_index=True),
         ablation=load_ablation(root),
         directory=root,
+        partial=partial is not None,
+        missing=(*partial.missing, *partial.changed) if partial is not None else (),
     )
 
 
 def developmental_table(directory: str | os.PathLike | None = None, **kwargs) -> pd.DataFrame:
     """Just the developmental table of a published directory (see `load_published`)."""
     return load_published(directory, **kwargs).table
+
+
+def _has_revisions(root: Path, info: PublishedPanel) -> bool:
+    return any((root / "per_revision").glob(f"{info.file_prefix}_mechinterp_*.json"))
 
 
 def _load_panel_revisions(root: Path, info: PublishedPanel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

@@ -186,3 +186,49 @@ def test_pages_render_in_headless_chromium(book):
         image = Image.open(shot)
         assert image.size == (1280, 4200)
         assert len(image.convert("L").getcolors(1 << 16) or []) > 50, f"{name}: blank screenshot"
+
+
+_REMOTE = re.compile(r"^(?:https?:)?//", re.I)
+
+
+def remote_resources(root: Path) -> list[str]:
+    """Every script, style sheet, font, image or frame a built page (or a style sheet) would fetch from the network:
+    `src` / `href` of script, link, img, iframe and source elements, and `url(...)` / `@import` in CSS."""
+    found = []
+    for page in root.rglob("*.html"):
+        html = page.read_text(errors="replace")
+        for tag in re.findall(r"<(?:script|link|img|iframe|source)\b[^>]*>", html, re.I):
+            if tag.lower().startswith("<link") and not re.search(r'rel="?(?:stylesheet|preload|icon|modulepreload)',
+                                                                  tag, re.I):
+                continue  # a plain hyperlink-like <link rel="next"> is not fetched
+            for url in re.findall(r'\b(?:src|href)="([^"]+)"', tag):
+                if _REMOTE.match(url):
+                    found.append(f"{page.relative_to(root)}: {url}")
+    for sheet in root.rglob("*.css"):
+        for url in re.findall(r"(?:url\(\s*['\"]?|@import\s+['\"])([^'\")\s]+)", sheet.read_text(errors="replace")):
+            if _REMOTE.match(url):
+                found.append(f"{sheet.relative_to(root)}: {url}")
+    return found
+
+
+def test_pages_load_nothing_from_the_network(book, tmp_path):
+    """Formulas, styles and fonts come from the build itself (a workshop room has no network): no page or style
+    sheet names a remote resource, and MathJax is the build's own copy. The check itself can fail."""
+    assert remote_resources(book) == []
+    method = (book / PAGE.format("method")).read_text()
+    assert re.search(r'<script[^>]+src="[./]*_static/mathjax/tex-chtml\.js"', method)
+    assert (book / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    (tmp_path / "p.html").write_text('<script src="https://cdn.example.org/x.js"></script>'
+                                     '<link rel="stylesheet" href="//fonts.example.org/a.css"><a href="https://x.org">')
+    (tmp_path / "s.css").write_text("@font-face{src:url(https://fonts.example.org/f.woff2)}")
+    assert len(remote_resources(tmp_path)) == 3
+
+
+@pytest.mark.skipif(chromium() is None, reason="Debian's chromium is not installed (apt-get install -y chromium): "
+                                               "the formulas were not checked in a browser")
+def test_formulas_render_offline_in_chromium(book):
+    """The method page's display math is typeset by the local MathJax (Chromium runs with no network here):
+    MathJax's output elements are in the DOM and no raw TeX delimiter is left in the page's text."""
+    dom = browser("--dump-dom", url=(book / PAGE.format("method")).as_uri()).stdout
+    assert dom.count("<mjx-container") >= 2, "MathJax did not typeset the formulas"
+    assert "\\frac" not in text_of(re.sub(r"<mjx-assistive-mml.*?</mjx-assistive-mml>", "", dom, flags=re.S))

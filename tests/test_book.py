@@ -71,6 +71,7 @@ def book(tmp_path_factory) -> Path:
     (root / "book").mkdir()
     for page in [*(REPO / "book").glob("*.md"), *(REPO / "book").glob("*.bib")]:
         shutil.copy(page, root / "book" / page.name)
+    shutil.copytree(REPO / "book" / "_static", root / "book" / "_static")  # the book's style sheet
     for page, title in (("toy_recipe.md", "The toy recipe"), ("rerun.md", "Re-run it")):  # written by others
         if not (root / "book" / page).exists():
             (root / "book" / page).write_text(f"# {title}\n\nNot written yet.\n")
@@ -138,6 +139,16 @@ def test_numbers_in_the_prose_are_the_findings(book):
     assert f"toy-tiny {100 * toy_final:.1f}%" in f2  # the toy tier's own number
     method = text_of((book / PAGE.format("method")).read_text())
     assert "2000 sequences of T = 256" in method
+
+
+def test_glued_text_is_plain_and_wide_tables_scroll(book):
+    """Glued text carries no markdown marks (a backtick would show as is in the sentence), and the book's style sheet
+    that lets wide tables scroll is served with every page."""
+    for page in (book / "book" / "_generated").glob("*.html"):
+        for glued in re.findall(r'class="pasted-text">([^<]*)<', page.read_text()):
+            assert "`" not in glued and "**" not in glued, f"{page.name}: markdown in glued text {glued!r}"
+    assert "overflow-x: auto" in (book / "_static" / "circuitdev.css").read_text()
+    assert 'href="../../_static/circuitdev.css' in (book / PAGE.format("f2_shapes")).read_text()
 
 
 def test_tables_and_notes_render(book):

@@ -71,6 +71,7 @@ def book(tmp_path_factory) -> Path:
     (root / "book").mkdir()
     for page in [*(REPO / "book").glob("*.md"), *(REPO / "book").glob("*.bib")]:
         shutil.copy(page, root / "book" / page.name)
+    shutil.copytree(REPO / "book" / "_static", root / "book" / "_static")  # the book's style sheet
     for page, title in (("toy_recipe.md", "The toy recipe"), ("rerun.md", "Re-run it")):  # written by others
         if not (root / "book" / page).exists():
             (root / "book" / page).write_text(f"# {title}\n\nNot written yet.\n")
@@ -140,6 +141,16 @@ def test_numbers_in_the_prose_are_the_findings(book):
     assert "2000 sequences of T = 256" in method
 
 
+def test_glued_text_is_plain_and_wide_tables_scroll(book):
+    """Glued text carries no markdown marks (a backtick would show as is in the sentence), and the book's style sheet
+    that lets wide tables scroll is served with every page."""
+    for page in (book / "book" / "_generated").glob("*.html"):
+        for glued in re.findall(r'class="pasted-text">([^<]*)<', page.read_text()):
+            assert "`" not in glued and "**" not in glued, f"{page.name}: markdown in glued text {glued!r}"
+    assert "overflow-x: auto" in (book / "_static" / "circuitdev.css").read_text()
+    assert 'href="../../_static/circuitdev.css' in (book / PAGE.format("f2_shapes")).read_text()
+
+
 def test_tables_and_notes_render(book):
     f1 = (book / PAGE.format("f1_floor")).read_text()
     assert f1.count("<table") >= 1
@@ -186,3 +197,49 @@ def test_pages_render_in_headless_chromium(book):
         image = Image.open(shot)
         assert image.size == (1280, 4200)
         assert len(image.convert("L").getcolors(1 << 16) or []) > 50, f"{name}: blank screenshot"
+
+
+_REMOTE = re.compile(r"^(?:https?:)?//", re.I)
+
+
+def remote_resources(root: Path) -> list[str]:
+    """Every script, style sheet, font, image or frame a built page (or a style sheet) would fetch from the network:
+    `src` / `href` of script, link, img, iframe and source elements, and `url(...)` / `@import` in CSS."""
+    found = []
+    for page in root.rglob("*.html"):
+        html = page.read_text(errors="replace")
+        for tag in re.findall(r"<(?:script|link|img|iframe|source)\b[^>]*>", html, re.I):
+            if tag.lower().startswith("<link") and not re.search(r'rel="?(?:stylesheet|preload|icon|modulepreload)',
+                                                                  tag, re.I):
+                continue  # a plain hyperlink-like <link rel="next"> is not fetched
+            for url in re.findall(r'\b(?:src|href)="([^"]+)"', tag):
+                if _REMOTE.match(url):
+                    found.append(f"{page.relative_to(root)}: {url}")
+    for sheet in root.rglob("*.css"):
+        for url in re.findall(r"(?:url\(\s*['\"]?|@import\s+['\"])([^'\")\s]+)", sheet.read_text(errors="replace")):
+            if _REMOTE.match(url):
+                found.append(f"{sheet.relative_to(root)}: {url}")
+    return found
+
+
+def test_pages_load_nothing_from_the_network(book, tmp_path):
+    """Formulas, styles and fonts come from the build itself (a workshop room has no network): no page or style
+    sheet names a remote resource, and MathJax is the build's own copy. The check itself can fail."""
+    assert remote_resources(book) == []
+    method = (book / PAGE.format("method")).read_text()
+    assert re.search(r'<script[^>]+src="[./]*_static/mathjax/tex-chtml\.js"', method)
+    assert (book / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    (tmp_path / "p.html").write_text('<script src="https://cdn.example.org/x.js"></script>'
+                                     '<link rel="stylesheet" href="//fonts.example.org/a.css"><a href="https://x.org">')
+    (tmp_path / "s.css").write_text("@font-face{src:url(https://fonts.example.org/f.woff2)}")
+    assert len(remote_resources(tmp_path)) == 3
+
+
+@pytest.mark.skipif(chromium() is None, reason="Debian's chromium is not installed (apt-get install -y chromium): "
+                                               "the formulas were not checked in a browser")
+def test_formulas_render_offline_in_chromium(book):
+    """The method page's display math is typeset by the local MathJax (Chromium runs with no network here):
+    MathJax's output elements are in the DOM and no raw TeX delimiter is left in the page's text."""
+    dom = browser("--dump-dom", url=(book / PAGE.format("method")).as_uri()).stdout
+    assert dom.count("<mjx-container") >= 2, "MathJax did not typeset the formulas"
+    assert "\\frac" not in text_of(re.sub(r"<mjx-assistive-mml.*?</mjx-assistive-mml>", "", dom, flags=re.S))

@@ -3,8 +3,10 @@
 Each claim names a `quantity` (the registry QUANTITIES below); the audit computes it from the data with the findings
 functions and compares it with the paper's value:
 
-- numbers match when the data lie within half a unit of the last place the paper writes (`decimals`, default: the
-  literal's own decimals): a claim written 10.9 matches 10.9375, "~6B" (written 6) matches a revision at 6.291B,
+- numbers match when the data, rounded to the digits the paper printed, give the paper's number (MATCH_RULE): the
+  data lie within half a unit of the last place the paper writes (`decimals`, default: the literal's own decimals;
+  a tie at exactly half a unit matches, whichever way the paper rounded it). A claim written 181.6 matches 181.645;
+  one written 181.60 does not (181.645 rounds to 181.64 or 181.65); "~6B" (written 6) matches a revision at 6.291B,
   "21x" matches 20.95x; `significant: n` compares n significant digits instead (for values written like 9.75e7);
 - lists match element by element, head lists as sets; "never" (the paper's "—") matches a milestone never reached;
 - strings and booleans match when equal.
@@ -12,8 +14,10 @@ functions and compares it with the paper's value:
 A differing claim whose quantity depends on a selectivity threshold gets a diagnostic: the thresholds in
 [2, 1000]x at which the data would reproduce the paper's value (so "the paper's 41B is what 30x gives" is found by
 computation). Claims the data cannot decide (no such revision, no null draws, no ablation row, no definition of
-"elevated") go to a separate `unverified` table with the reason; `status` in the main table is strictly
-match / differs.
+"elevated", or a paper value from another run than the files: `other_run` in claims.yaml) go to a separate
+`unverified` table with the reason; `status` in the main table is strictly match / differs. Claims of the findings
+and the ablations are counted apart from bookkeeping claims (BOOKKEEPING: the panels' revision lists, the method's
+quoted settings), so that a mismatch of a revision label is not read as a failed finding.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ from circuitdev.analysis.quantities import NEVER, QUANTITIES, AuditContext, Quan
 from circuitdev.sources.published import PublishedData
 
 AUDIT_COLUMNS = ["claim", "paper_value", "data_value", "status", "reason"]
+MATCH_RULE = ("a number matches when the data, rounded to the digits the paper printed, give the paper's number "
+              "(within half a unit of its last printed place: 181.645 matches a printed 181.6 but not a printed "
+              "181.60); lists match element by element, head lists as sets")
+BOOKKEEPING = ("panel", "method")  # claims about the setup, not a finding: counted apart
 UNVERIFIED_COLUMNS = ["claim", "paper_value", "data_value", "reason"]
 
 
@@ -106,9 +114,17 @@ class AuditResult:
 
     @property
     def summary(self) -> dict[str, int]:
-        counts = self.table["status"].value_counts().to_dict()
-        return {"claims": len(self.table) + len(self.unverified), "match": counts.get("match", 0),
-                "differs": counts.get("differs", 0), "unverified": len(self.unverified)}
+        """Counts of every claim (claims, match, differs, unverified) and the same for the findings and ablations
+        (findings_*) and for the bookkeeping claims (bookkeeping_*) apart."""
+        out = {}
+        for prefix, keep in (("", None), ("findings_", False), ("bookkeeping_", True)):
+            t, u = (self.table, self.unverified) if keep is None else (
+                self.table[self.table["finding"].isin(BOOKKEEPING) == keep],
+                self.unverified[self.unverified["finding"].isin(BOOKKEEPING) == keep])
+            counts = t["status"].value_counts().to_dict()
+            out.update({f"{prefix}claims": len(t) + len(u), f"{prefix}match": counts.get("match", 0),
+                        f"{prefix}differs": counts.get("differs", 0), f"{prefix}unverified": len(u)})
+        return out
 
 
 def run_audit(dev: pd.DataFrame, *, claims: list[Claim] | str | Path | None = None,
@@ -140,6 +156,12 @@ def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResul
             continue
         value, context = value if isinstance(value, tuple) else (value, "")
         context = f" [{context}]" if context else ""
+        if claim.other_run:  # the files hold another run: shown, never counted as a match or a mismatch
+            agree = "agrees with" if compare(claim, value) else "differs from"
+            unverified.append({"claim": label, "paper_value": paper_text, "data_value": _fmt(value),
+                               "reason": f"the paper's value comes from another run ({claim.other_run}); the files' "
+                                         f"value {agree} it at the paper's precision{context}", **extra})
+            continue
         if compare(claim, value):
             exact = not _is_number(claim.paper) or claim.significant or isinstance(claim.paper, int)
             rule = "equal" if exact else f"equal at the paper's precision (±{_half_unit(claim):g})"

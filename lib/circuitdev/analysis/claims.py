@@ -21,7 +21,8 @@ from circuitdev.errors import ConfigError
 from circuitdev.paths import REPO_ROOT
 
 CLAIMS_PATH = REPO_ROOT / "data" / "claims.yaml"
-_META_KEYS = {"id", "text", "finding", "source", "quantity", "paper", "decimals", "significant", "note", "series"}
+_META_KEYS = {"id", "text", "finding", "source", "quantity", "paper", "decimals", "significant", "note", "other_run",
+              "series"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Claim:
     decimals: int | None = None
     significant: int | None = None
     note: str = ""
+    other_run: str = ""  # the paper's value comes from another run than the files (which one): they cannot decide it
 
 
 def load_claims(path: str | Path = CLAIMS_PATH) -> list[Claim]:
@@ -69,7 +71,7 @@ def _expand(raw: dict, where: str) -> list[Claim]:
     base = {k: v for k, v in raw.items() if k not in _META_KEYS}
     meta = dict(id=str(raw["id"]), text=str(raw["text"]), finding=str(raw["finding"]), source=str(raw["source"]),
                 quantity=raw["quantity"], decimals=raw.get("decimals"), significant=raw.get("significant"),
-                note=str(raw.get("note", "")))
+                note=str(raw.get("note", "")), other_run=str(raw.get("other_run", "")))
     series = raw.get("series")
     if series is None:
         if "paper" not in raw:

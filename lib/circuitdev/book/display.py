@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from typing import Any, Callable, Literal
 
 import pandas as pd
@@ -88,12 +89,22 @@ def _scalar(value: Any) -> Any:
     return value if isinstance(value, (bool, int, float, str)) and not is_missing(value) else None
 
 
+def plain_text(text: str) -> str:
+    """Glued text is plain text (the book inserts it verbatim into a sentence): markdown code and emphasis marks
+    (`x`, **x**, *x*) are dropped, keeping their content."""
+    text = re.sub(r"`([^`]*)`", r"\1", str(text))
+    return re.sub(r"(?<![\w*])(\*\*|\*)(?=\S)(.+?)(?<=\S)\1(?![\w*])", r"\2", text)
+
+
 def glue_text(key: str, text: str, value: Any = None) -> None:
     """Glue `text` under `key` for {glue:text}`key` in this page (`_generated/PAGE.ipynb::key:s` from another).
+    The text is glued as plain text (`plain_text`: no markdown marks).
 
     The output is myst-nb's glue record; its metadata also keeps the unformatted `value` (when it is a scalar), which
     `circuitdev notebook sweep` collects into its summary table."""
     from IPython.display import display
+
+    text = plain_text(text)
 
     metadata = {"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}, "circuitdev": {"value": _scalar(value)}}
     display({GLUE_PREFIX + "text/plain": repr(text)}, raw=True, metadata=metadata)
@@ -124,13 +135,29 @@ def note(text: str, *, kind: NoteKind = "note", title: str | None = None, folded
     _display_bundle(md, f"<details><summary>{html.escape(title or kind)}</summary>{box}</details>" if folded else box)
 
 
+def _integral_columns(df: pd.DataFrame) -> list[str]:
+    """Float columns whose every present value is a whole number (steps, counts, thresholds): shown as integers."""
+    out = []
+    for col in df.columns:
+        values = df[col]
+        if pd.api.types.is_float_dtype(values) and values.notna().any():
+            present = values.dropna()
+            if ((present % 1) == 0).all() and (present.abs() < 1e15).all():
+                out.append(col)
+    return out
+
+
 def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index: bool = False,
                formats: dict[str, str | Callable[[Any], str]] | None = None) -> None:
     """A table with a caption; floats with `precision` decimals unless `formats` gives a column its own format
-    ("{:.1%}", a callable, ...). Missing values show as "—"."""
+    ("{:.1%}", a callable, ...); float columns holding whole numbers only (steps, counts, thresholds) as integers.
+    Missing values show as "—". Wide tables scroll sideways in the book (book/_static/circuitdev.css)."""
     from IPython.display import display
 
     styler = df.style.format(precision=precision, thousands=",", na_rep="—")
+    whole = [c for c in _integral_columns(df) if not (formats and c in formats)]
+    if whole:
+        styler = styler.format({c: "{:,.0f}" for c in whole}, na_rep="—")
     if formats:
         styler = styler.format({k: v for k, v in formats.items() if k in df.columns}, na_rep="—")
     if not index:
@@ -181,3 +208,4 @@ def setup(context: str = "notebook") -> None:
     sns.set_theme(style="whitegrid", context=context)
     pd.set_option("display.max_columns", 30)
     pd.set_option("display.width", 160)
+    pd.set_option("display.max_colwidth", None)  # a printed frame never cuts a claim or a reason short ("…; t...")

@@ -270,6 +270,52 @@ def book_inputs(wildcards=None):
 BOOK_HTML = os.path.normpath(os.path.join(BOOK_ROOT, "_build", "html", "index.html"))
 
 
+# --- what each job asks a SLURM cluster for: config `cluster:` (profiles/slurm; a local run ignores it but `gpu`) ----
+CLUSTER_NUMBERS = ("mem_mb", "runtime", "max_cpus", "gpu", "gpu_cpus", "gpu_mem_mb", "gpu_runtime")
+CLUSTER_KEYS = ("account", "partition", "gpu_partition", "gpu_model", "gres", *CLUSTER_NUMBERS)
+
+
+def cluster_setting(key):
+    """One `cluster:` setting, None when unset; --config passes every value as a string ("2000", "null")."""
+    value = (config.get("cluster") or {}).get(key)
+    if value is None or str(value).strip().lower() in ("", "null", "none", "~"):
+        return None
+    if key in CLUSTER_NUMBERS:
+        if not str(value).strip().isdigit():
+            raise ValueError(f"config cluster: {key}={value!r} must be a whole number >= 0 (config/pipeline.yaml)")
+        return int(value)
+    return str(value)
+
+
+_unknown = sorted(set(config.get("cluster") or {}) - set(CLUSTER_KEYS))
+if _unknown:
+    raise ValueError(f"config cluster: unknown setting(s) {', '.join(_unknown)}; known: {', '.join(CLUSTER_KEYS)}")
+
+
+def cluster_resources(kind="cpu"):
+    """A CPU job's or a hub probe's ("gpu") resources for the SLURM executor from config `cluster:` (the plugin's
+    names: slurm_partition -> -p, mem_mb -> --mem, runtime -> -t, gpu/gpu_model -> --gpus, gres -> --gres,
+    slurm_account -> -A). A null (or 0) setting is not asked for: the cluster's default applies."""
+    c = cluster_setting
+    if kind == "gpu":
+        wanted = {"gpu": c("gpu"), "gpu_model": c("gpu_model"), "gres": c("gres"),
+                  "slurm_partition": c("gpu_partition") or c("partition"), "mem_mb": c("gpu_mem_mb"),
+                  "runtime": c("gpu_runtime")}
+    else:
+        wanted = {"slurm_partition": c("partition"), "mem_mb": c("mem_mb"), "runtime": c("runtime")}
+    wanted["slurm_account"] = c("account")
+    return {k: v for k, v in wanted.items() if v not in (None, 0)}
+
+
+def cluster_threads(n):
+    """A job's threads (= the CPUs it asks a cluster for), at most `cluster: max_cpus`."""
+    cap = cluster_setting("max_cpus")
+    return max(1, min(int(n), cap)) if cap else int(n)
+
+
+CPU_JOB, GPU_JOB = cluster_resources("cpu"), cluster_resources("gpu")
+
+
 # --- rules ---------------------------------------------------------------------------------------------------------
 wildcard_constraints:
     panel=NAME_RE,
@@ -315,6 +361,7 @@ if PUBLISHED is not None:
             PUBLISHED_STATUS,
         params:
             source=f"--from {shlex.quote(str(PUBLISHED_FROM))}" if PUBLISHED_FROM else "",
+        resources: **CPU_JOB
         shell:
             "{PY:q} -m circuitdev.cli published ensure --to {PUBLISHED:q} {params.source} --status {output:q}"
 
@@ -329,7 +376,8 @@ if TOY_PANELS:
             families=" ".join(f"--family {f}" for f in config.get("toy_families") or []),
             seeds="--seeds " + " ".join(str(int(s)) for s in config.get("toy_seeds") or [0]),
             sets=" ".join(shlex.quote(f"--set={k}={json.dumps(v)}") for k, v in sorted((config.get("toy_set") or {}).items())),
-        threads: min(3, len(TOY_PANELS))
+        threads: cluster_threads(min(3, len(TOY_PANELS)))
+        resources: **CPU_JOB
         log:
             f"{LOGS}/toy.log",
         shell:
@@ -358,6 +406,7 @@ rule probe_toy:
         # + the panel's own defaults via recipe.json, + the library's defaults (a new ProbeConfig field re-probes)
         depends=lambda wc: json.dumps({**probe_fields(wc.panel), "defaults": ProbeConfig().config_hash()}, sort_keys=True),
     threads: 1
+    resources: **CPU_JOB
     log:
         f"{LOGS}/probe/{{panel}}.log",
     shell:
@@ -378,11 +427,8 @@ rule probe_hub:
         panel_file=lambda wc: panel_file(wc.panel),
         probe_config=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),
         depends=probe_params,
-    resources:
-        gpu=1,
-        mem_mb=48000,
-        runtime=240,
-    threads: 4
+    resources: **GPU_JOB
+    threads: cluster_threads(cluster_setting("gpu_cpus") or 4)
     log:
         f"{LOGS}/probe/{{panel}}/{{revision}}.log",
     shell:
@@ -403,6 +449,7 @@ rule probe_local:
         probe_config=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),
         depends=probe_params,
     threads: 1
+    resources: **CPU_JOB
     log:
         f"{LOGS}/probe/{{panel}}/{{revision}}.log",
     shell:
@@ -424,6 +471,7 @@ rule refine:
     params:
         panel_file=lambda wc: panel_file(wc.panel),
     threads: 1
+    resources: **CPU_JOB
     log:
         f"{LOGS}/refine/{{panel}}-{{metric}}-{{k}}.log",
     shell:
@@ -441,6 +489,7 @@ rule notebook:
         environment=lambda wc: notebook_environment(wc.name),
         cwd=absolute(BOOK_ROOT),
         kernel=config.get("kernel", "python3"),
+    resources: **CPU_JOB
     log:
         f"{LOGS}/notebooks/{{name}}.log",
     shell:
@@ -463,6 +512,7 @@ rule workshop:
         environment=workshop_environment(),
         execute="" if WORKSHOP_EXECUTE else "--no-execute",
         out=f"{GEN}/workshop",
+    resources: **CPU_JOB
     log:
         f"{LOGS}/workshop/{{session}}.log",
     shell:

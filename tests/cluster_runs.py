@@ -67,7 +67,7 @@ panel: str = "none"
 # %%
 from circuitdev.book.build import build_folders
 from circuitdev.sources.panels import load_panel
-from circuitdev.sources.store import load_panel_table
+from circuitdev.sources.records import load_panel_table
 name = load_panel(panel, resolve_hub=False).name
 table = load_panel_table(build_folders().results_dir, name)
 print("MODEL", name, len(table), ",".join(table["revision"].unique()), round(float(table["sel_induction"].sum()), 6))
@@ -78,7 +78,7 @@ FINDING_NB = """\
 threshold: float = 2.0
 # %%
 from circuitdev.book.build import build_folders
-from circuitdev.sources.store import load_panel_table
+from circuitdev.sources.records import load_panel_table
 folders = build_folders()
 for p in folders.panels:
     t = load_panel_table(folders.results_dir, p)

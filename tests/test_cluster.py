@@ -32,9 +32,9 @@ pytestmark = pytest.mark.cluster
 RUN_TIMEOUT = 420  # seconds: any snakemake run past this is killed (SIGKILL to its process group) and fails the test
 REVISIONS = ("step0", "step1")
 # Sidecar fields that must agree between the local and the cluster run (not timings, host, creation time, or the
-# model folder's absolute path, which differ by run).
+# model folder's absolute path, which differ by run); and the weights' identity (the checkpoints' sha256).
 SAME_FIELDS = ("format", "panel", "revision", "step", "tokens", "tokens_b", "family", "source", "config",
-               "config_hash", "dtype", "device", "probe_attrs", "versions", "parquet", "boot")
+               "config_hash", "dtype", "device", "probe_summary", "versions", "parquet", "boot")
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +130,7 @@ def test_records_are_the_bytes_of_a_local_run(runs):
         a, b = (json.loads(p.sidecar.read_text()) for p in (here, there))
         for key in SAME_FIELDS:
             assert a.get(key) == b.get(key), f"{rev}: sidecar {key!r}: local {a.get(key)!r}, cluster {b.get(key)!r}"
+        assert a["weights"]["id"] == b["weights"]["id"], rev
 
 
 def _printed(page: Path) -> list[str]:
@@ -154,7 +155,7 @@ def test_the_same_command_again_submits_only_what_is_missing(runs, tmp_path):
     assert "Nothing to be done" in again.log and cr.submissions(again.log) == []
 
     gone = record_paths(runs.remote / "results", "tiny", "step1")
-    for path in (gone.parquet, gone.sidecar, gone.boot):
+    for path in gone.files:  # the parquet, its side files, the sidecar
         path.unlink(missing_ok=True)
     refill = cr.run_snakemake(cmd, runs.remote, tmp_path / "refill.log", RUN_TIMEOUT)
     assert refill.returncode == 0, refill.log[-6000:]

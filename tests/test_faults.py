@@ -329,6 +329,8 @@ def test_a_page_refuses_an_incomplete_copy_and_marks_an_allowed_one(mirror, user
     page = (tmp_path / "partial" / "f2_shapes.ipynb").read_text()
     glued = glued_values(tmp_path / "partial" / "f2_shapes.ipynb")
     assert "PARTIAL copy of the authors" in page
+    assert "Part of the published (authors' files) data is missing" in page  # the tier's note at the page's top
+    assert "an incomplete copy of the authors' files" in page and "allowed by --allow-partial" in page
     assert isinstance(glued["f2-pub-olmo-final-pct"], float) and glued["f2-pub-pythia-final-pct"] == "n/a"
     assert "CIRCUITDEV_PUBLISHED_PARTIAL" not in os.environ  # the opt-in went to the kernel only
     with warnings.catch_warnings():

@@ -130,7 +130,11 @@ def load_published_tier(published_dir: Path | None) -> Tier:
         return Tier("published", note=f"The published measurements in `{where}` could not be read: {err}. "
                                       f"{HOW_TO_ADD_PUBLISHED}")
     h = ProbeConfig().config_hash()
-    return Tier("published", data.table, published=data,
+    note = (f"This build read an incomplete copy of the authors' files in `{where}` (allowed by --allow-partial): "
+            f"{len(data.missing)} missing or changed ({', '.join(data.missing[:4])}"
+            f"{', ...' if len(data.missing) > 4 else ''}). Every finding of this tier is computed on the subset. "
+            f"{HOW_TO_ADD_PUBLISHED}") if data.partial else ""
+    return Tier("published", data.table, published=data, note=note,
                 configs={p: f"{h} (the authors' run ≙ paper defaults)" for p in pd.unique(data.table["panel"])})
 
 

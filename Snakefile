@@ -242,7 +242,7 @@ def workshop_inputs(wildcards):
     run = WORKSHOP_EXECUTE
     return {"source": WORKSHOP_SOURCES[wildcards.session],
             # the sessions' checks, data lookup and pictures: a change there shows on the executed pages
-            "code": sorted(str(p) for p in (Path(workflow.basedir) / "lib" / "circuitdev" / "workshop").glob("*.py")),
+            "code": sorted(str(p) for p in (Path(workflow.basedir) / "lib" / "circuitdev" / "workshop").rglob("*.py")),
             "records": [f for name in TOY_PANELS for f in records(name)] if run else [],
             "published": [PUBLISHED_STATUS] if run and PUBLISHED is not None else []}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from circuitdev.toy.recipe import Mixture
+from circuitdev.toy.recipe import WINDOW_KINDS, Mixture
 
 _ONSETS = ["", "b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "st", "tr",
            "pl", "gr", "sh", "ch", "th"]
@@ -93,12 +93,13 @@ class WindowSampler:
         self.stream, self.T, self.vocab_range = stream, seq_len, vocab_range
         self.rng = np.random.default_rng([seed, 2])
         self._bc = None
+        self._draw = tuple(getattr(self, f"_{kind}") for kind in WINDOW_KINDS)  # one window of each kind
         self.set_mixture(mixture)
 
     def set_mixture(self, mixture: Mixture) -> None:
         """Switch the mixture (curriculum phases); the random stream continues."""
         self.mix = mixture
-        w = np.array([mixture.text, mixture.periodic, mixture.repeat, mixture.recall, mixture.backcopy], dtype=float)
+        w = np.array(mixture.shares(), dtype=float)  # WINDOW_KINDS order
         if w.sum() <= 0:
             raise ValueError("the mixture needs at least one positive share")
         self.kind_p = w / w.sum()
@@ -107,7 +108,7 @@ class WindowSampler:
         kinds = self.rng.choice(len(self.kind_p), size=b, p=self.kind_p)
         out = np.empty((b, self.T), dtype=np.int64)  # (B, T)
         for i, k in enumerate(kinds):
-            out[i] = (self._text, self._periodic, self._repeat, self._recall, self._backcopy)[k]()
+            out[i] = self._draw[k]()
         if self.mix.bos:
             from circuitdev.toy.tokenizer import EOS_ID
 

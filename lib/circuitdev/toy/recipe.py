@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 
 from circuitdev.errors import ConfigError
@@ -27,6 +28,9 @@ from circuitdev.errors import ConfigError
 # The toy panel of each family of the paper (the names other code and the book rely on).
 PANEL_NAMES = {"gpt_neox": "toy-pythia", "olmo": "toy-olmo", "olmoe": "toy-olmoe"}
 FAMILIES = tuple(PANEL_NAMES)
+# The kinds of training window, in the sampler's order (circuitdev.toy.corpus.WindowSampler): each is a share of
+# `Mixture`. `ToyRecipe.window_kinds` are those a recipe trains on.
+WINDOW_KINDS = ("text", "periodic", "repeat", "recall", "backcopy")
 # naming, and extra checkpoints that change no weight: a recipe differing only there reuses a panel's checkpoints
 _NOT_HASHED = {"panel_suffix", "dense_every"}
 CORPUS_FORMAT = 2  # bump when the generator or the tokenizer's special tokens change
@@ -52,6 +56,17 @@ class Mixture:
     period_range: tuple[int, int] = (4, 17)  # periodic span length, half-open
     repeat_spans: tuple[int, int] = (1, 3)  # repeat windows: number of repeated spans, half-open
     repeat_len: tuple[int, int] = (4, 17)  # repeat windows: span length, half-open
+
+    @classmethod
+    def only(cls, kind: str, *, bos: bool = True) -> "Mixture":
+        """Windows of one kind only (e.g. to look at what a model does on each), with the BOS as in training."""
+        if kind not in WINDOW_KINDS:
+            raise ConfigError(f"unknown window kind {kind!r}; the kinds are {', '.join(WINDOW_KINDS)}")
+        return cls(**{k: 1.0 if k == kind else 0.0 for k in WINDOW_KINDS}, bos=bos)
+
+    def shares(self) -> tuple[float, ...]:
+        """The shares in WINDOW_KINDS order (not normalised)."""
+        return tuple(float(getattr(self, k)) for k in WINDOW_KINDS)
 
 
 @dataclass(frozen=True)
@@ -128,6 +143,17 @@ class ToyRecipe:
         return PANEL_NAMES[family] + self.panel_suffix
 
     @property
+    def final_revision(self) -> str:
+        """The last checkpoint's revision name (step{steps}): every grid ends there."""
+        return revision_name(self.steps)
+
+    @property
+    def window_kinds(self) -> tuple[str, ...]:
+        """The kinds of window this recipe trains on (a positive share in some phase), in WINDOW_KINDS order."""
+        mixes = (self.mixture, *(m for _, m in self.phases))
+        return tuple(k for k in WINDOW_KINDS if any(getattr(m, k) > 0 for m in mixes))
+
+    @property
     def tokens_per_step(self) -> int:
         return self.batch_size * self.seq_len
 
@@ -199,6 +225,11 @@ def _mixture(d: dict) -> Mixture:
         raise ConfigError(f"invalid mixture: {err}; see circuitdev.toy.Mixture for the fields") from None
 
 
+def revision_name(step: int) -> str:
+    """A toy checkpoint's revision name: the folder under data/toy/<panel>/ and the panel file's `name:`."""
+    return f"step{step}"
+
+
 def first_merge_id() -> int:
     """Special tokens take ids 0.., the 256 byte-level symbols follow, merges start after them."""
     from circuitdev.toy.tokenizer import SPECIAL_TOKENS
@@ -236,3 +267,30 @@ PRESETS: dict[str, ToyRecipe] = {
 # torch's float results depend on the thread count, so the other presets keep one thread per family: their
 # checkpoints stay bit-identical to the panels already trained (and shown in the book) with that recipe.
 ALL_CORES_PRESETS = frozenset({"mini"})
+
+
+def preset(name: str) -> ToyRecipe:
+    """The named recipe of PRESETS (`circuitdev toy train --preset NAME`)."""
+    if name not in PRESETS:
+        raise ConfigError(f"no {name!r} toy preset; the presets are {', '.join(PRESETS)} "
+                          "(circuitdev.toy.recipe.PRESETS)")
+    return PRESETS[name]
+
+
+def preset_threads(name: str) -> int:
+    """torch threads one process training one family of preset `name` uses: every core it may run on for
+    ALL_CORES_PRESETS, else 1. The checkpoints depend on it, so whoever trains a preset (the CLI, the workshop) asks
+    here."""
+    if name not in ALL_CORES_PRESETS:
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def recipe_of(panel: str) -> tuple[str, ToyRecipe]:
+    """(family, recipe) of a toy panel name, over every preset's panels ("toy-pythia-mini" -> gpt_neox, mini)."""
+    for recipe in PRESETS.values():
+        for family in FAMILIES:
+            if recipe.panel_name(family) == panel:
+                return family, recipe
+    known = sorted(r.panel_name(f) for r in PRESETS.values() for f in FAMILIES)
+    raise ConfigError(f"{panel!r} is not a toy panel of any preset; the toy panels are {', '.join(known)}")

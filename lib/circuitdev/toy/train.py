@@ -28,10 +28,7 @@ import numpy as np
 from circuitdev.atomic import write_atomic
 from circuitdev.errors import ConfigError
 from circuitdev.paths import data_dir as default_data_dir
-from circuitdev.toy.recipe import FAMILIES, PANEL_NAMES, ToyRecipe
-
-def revision_name(step: int) -> str:
-    return f"step{step}"
+from circuitdev.toy.recipe import FAMILIES, PANEL_NAMES, Mixture, ToyRecipe, recipe_of, revision_name
 
 
 # --- one table of per-family config builders (no per-family copies of the training logic)
@@ -95,6 +92,18 @@ def prepare_corpus(recipe: ToyRecipe, data_dir: Path | None = None) -> Path:
     return folder
 
 
+def sample_windows(kind: str, n: int, recipe: ToyRecipe | None = None, *, seed: int = 1,
+                   data_dir: Path | None = None) -> np.ndarray:
+    """(n, seq_len) int64 training windows of one kind (`WINDOW_KINDS`) from the recipe's corpus (built when
+    missing), with the BOS at position 0 when the recipe trains with it."""
+    from circuitdev.toy.corpus import WindowSampler
+
+    recipe = recipe or ToyRecipe()
+    stream = np.load(prepare_corpus(recipe, data_dir) / "stream.npy")
+    mixture = Mixture.only(kind, bos=recipe.trains_with_bos)
+    return WindowSampler(stream, mixture, recipe.seq_len, recipe.probe_vocab_range, seed).batch(n)
+
+
 def lr_at(step: int, r: ToyRecipe) -> float:
     """Linear warmup, then cosine from lr to lr * min_lr_frac."""
     if step < r.warmup:
@@ -107,11 +116,29 @@ def _complete(folder: Path) -> bool:
     return (folder / "config.json").exists() and (folder / "model.safetensors").exists()
 
 
-def _panel_ready(panel_dir: Path, recipe: ToyRecipe) -> bool:
-    meta = panel_dir / "recipe.json"
-    if not meta.exists() or json.loads(meta.read_text()).get("hash") != recipe.recipe_hash():
+def checkpoints_ready(panel_dir: Path, recipe: ToyRecipe, *, dense: bool = True) -> bool:
+    """The panel's checkpoints are on disk from this recipe (recipe.json's hash): its grid and, with dense=True, its
+    dense grid too -- everything training saves (`train_family` reuses a panel only then)."""
+    try:
+        if json.loads((panel_dir / "recipe.json").read_text()).get("hash") != recipe.recipe_hash():
+            return False
+    except (OSError, ValueError):
         return False
-    return all(_complete(panel_dir / revision_name(s)) for s in (*recipe.grid(), *recipe.dense_grid()))
+    steps = (*recipe.grid(), *recipe.dense_grid()) if dense else recipe.grid()
+    return all(_complete(panel_dir / revision_name(s)) for s in steps)
+
+
+def panel_file(panel: str, data_dir: Path | None = None) -> Path:
+    """<data>/panels/<panel>.yaml, the panel file `write_panel_file` writes."""
+    return Path(data_dir or default_data_dir()) / "panels" / f"{panel}.yaml"
+
+
+def panel_ready(panel: str, recipe: ToyRecipe | None = None, data_dir: Path | None = None) -> bool:
+    """A toy panel can be probed: its panel file is written and its grid's checkpoints are on disk from `recipe`
+    (default: its preset's, `recipe_of`). The dense checkpoints (the pool of `circuitdev refine`) are not needed."""
+    recipe = recipe or recipe_of(panel)[1]
+    data_dir = Path(data_dir or default_data_dir())
+    return panel_file(panel, data_dir).is_file() and checkpoints_ready(data_dir / "toy" / panel, recipe, dense=False)
 
 
 def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | None = None, *,
@@ -142,7 +169,7 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
     panel_dir = data_dir / "toy" / panel
     grid = recipe.grid()
     dense = set(recipe.dense_grid())  # extra checkpoints for `circuitdev refine`: saving them changes no weight
-    if not force and _panel_ready(panel_dir, recipe):
+    if not force and checkpoints_ready(panel_dir, recipe):
         write_panel_file(family, recipe, data_dir)
         return {"panel": panel, "reused": True, "seconds": 0.0}
     corpus = prepare_corpus(recipe, data_dir)
@@ -221,7 +248,7 @@ def write_panel_file(family: str, recipe: ToyRecipe, data_dir: Path | None = Non
     if recipe.dense_grid():  # the dense checkpoints: not probed by default, the pool `circuitdev refine` draws from
         doc["candidates"] = [{"name": revision_name(s), "tokens": int(s * recipe.tokens_per_step)}
                              for s in recipe.dense_grid()]
-    return write_atomic(data_dir / "panels" / f"{panel}.yaml",
+    return write_atomic(panel_file(panel, data_dir),
                         yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
 
 

@@ -18,7 +18,6 @@ serialised by a lock file next to the checkpoints.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import time
 from dataclasses import dataclass, field
@@ -27,10 +26,16 @@ from typing import Iterator
 
 from circuitdev import paths
 from circuitdev.errors import ConfigError
+from circuitdev.toy.recipe import ToyRecipe, preset, preset_threads, recipe_of
+from circuitdev.toy.train import panel_file, panel_ready
 
 DEFAULT_PANEL = "toy-pythia"  # the GPT-NeoX-like toy: induction heads and, in layers 2-3, attention sinks
 MINI_PRESET = "mini"
-WINDOW_KINDS = ("text", "periodic", "repeat", "backcopy")
+WINDOW_KINDS = ToyRecipe().window_kinds  # what the default toy panels train on: text, periodic, repeat, backcopy
+__all__ = ["DEFAULT_PANEL", "MINI_PRESET", "WINDOW_KINDS", "MiniRun", "attention_patterns", "ensure_toy",
+           "final_revision", "mini_recipe", "mini_table", "panel_ready", "prepare_sessions", "published",
+           "published_note", "recipe_of", "toy_config", "toy_model", "toy_table", "train_mini", "training_threads",
+           "windows", "workshop_dir", "workshop_results_dir"]
 
 
 def workshop_dir() -> Path:
@@ -60,32 +65,8 @@ def _lock(name: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def recipe_of(panel: str):
-    """(family, ToyRecipe) of a toy panel name: the default recipe's panels and every preset's."""
-    from circuitdev.toy.recipe import FAMILIES, PRESETS
-
-    for recipe in PRESETS.values():
-        for family in FAMILIES:
-            if recipe.panel_name(family) == panel:
-                return family, recipe
-    known = sorted(r.panel_name(f) for r in PRESETS.values() for f in FAMILIES)
-    raise ConfigError(f"{panel!r} is not a toy panel of any preset; the toy panels are {', '.join(known)}")
-
-
-def panel_ready(panel: str, recipe=None) -> bool:
-    """The panel's probed checkpoints (its grid) are on disk, from this recipe (recipe.json's hash). Extra
-    checkpoints a newer trainer also saves (e.g. a dense grid for refinement) are not needed by the sessions."""
-    if recipe is None:
-        recipe = recipe_of(panel)[1]
-    folder = paths.toy_dir() / panel
-    try:
-        if json.loads((folder / "recipe.json").read_text()).get("hash") != recipe.recipe_hash():
-            return False
-    except (OSError, ValueError):
-        return False
-    return _panel_file(panel).is_file() and all(
-        (folder / f"step{s}" / "config.json").is_file() and (folder / f"step{s}" / "model.safetensors").is_file()
-        for s in recipe.grid())
+# recipe_of (panel name -> family, recipe) and panel_ready (its panel file and probed checkpoints on disk) are the
+# toy package's (circuitdev.toy.recipe / circuitdev.toy.train), imported above under the names the sessions use.
 
 
 def ensure_toy(panel: str = DEFAULT_PANEL, *, progress: bool = False) -> dict:
@@ -106,23 +87,28 @@ def ensure_toy(panel: str = DEFAULT_PANEL, *, progress: bool = False) -> dict:
     return summary
 
 
+def prepare_sessions() -> None:
+    """Everything the five sessions read, trained / probed when missing (before the day, or before timing them):
+    toy-pythia and its records, and toy-olmo / toy-olmoe too when the authors' files are absent (session 5 then runs
+    on the three toy panels)."""
+    panels = [DEFAULT_PANEL] + (["toy-olmo", "toy-olmoe"] if published() is None else [])
+    for panel in panels:
+        ensure_toy(panel)
+        toy_table(panel)
+
+
 def toy_config(panel: str = DEFAULT_PANEL, **overrides):
     """The panel's probe configuration (its panel file's defaults), with `overrides`."""
     from circuitdev.sources.panels import load_panel
 
-    if not _panel_file(panel).is_file():
+    if not panel_file(panel).is_file():
         ensure_toy(panel, progress=False)
     return load_panel(panel).probe_config(**overrides)
 
 
-def _panel_file(panel: str) -> Path:
-    return paths.panels_dir() / f"{panel}.yaml"
-
-
 def final_revision(panel: str = DEFAULT_PANEL) -> str:
-    from circuitdev.sources.panels import load_panel
-
-    return load_panel(panel).revisions[-1].name
+    """The toy panel's last checkpoint ("step2500" for toy-pythia), from its recipe (no file read)."""
+    return recipe_of(panel)[1].final_revision
 
 
 def toy_model(panel: str = DEFAULT_PANEL, revision: str | None = None):
@@ -184,23 +170,15 @@ class MiniRun:
         return recipe_of(self.panel)[1].tokens_per_step
 
 
-def mini_recipe():
-    from circuitdev.toy.recipe import PRESETS
-
-    if MINI_PRESET not in PRESETS:
-        raise ConfigError(f"this circuitdev has no {MINI_PRESET!r} toy preset (circuitdev.toy.recipe.PRESETS has "
-                          f"{', '.join(PRESETS)})")
-    return PRESETS[MINI_PRESET]
+def mini_recipe() -> ToyRecipe:
+    """Session 2's recipe: the `mini` toy preset (a ConfigError naming the presets where it is missing)."""
+    return preset(MINI_PRESET)
 
 
-def training_threads(preset: str) -> int:
-    """torch threads a preset trains with, as `circuitdev toy train --preset NAME --family F` does (all cores for the
-    presets in ALL_CORES_PRESETS, else 1): the checkpoints depend on it, so the workshop's are the CLI's."""
-    import os
-
-    from circuitdev.toy import recipe as recipes
-
-    return (os.cpu_count() or 1) if preset in getattr(recipes, "ALL_CORES_PRESETS", ()) else 1
+def training_threads(name: str) -> int:
+    """torch threads preset `name` trains with, as `circuitdev toy train --preset NAME --family F` does: the
+    checkpoints depend on it, so the workshop's are the CLI's (`circuitdev.toy.recipe.preset_threads`)."""
+    return preset_threads(name)
 
 
 def _loss_log(panel: str) -> Path:
@@ -228,17 +206,13 @@ def train_mini(family: str = "gpt_neox", *, retrain: bool = False, live: bool = 
         if view is not None:
             view.update(step, loss)
 
-    accepted = inspect.signature(train_family).parameters
-    kwargs = {"on_log": on_log} if "on_log" in accepted else {}
-    if "log_every" in accepted:
-        kwargs["log_every"] = log_every
     with _lock(panel):
         if not retrain and panel_ready(panel, recipe):
             run.reused = True
         else:
             t0 = time.time()
-            summary = train_family(family, recipe, progress=False, force=retrain,
-                                   threads=training_threads(MINI_PRESET), **kwargs)  # as the CLI trains it
+            summary = train_family(family, recipe, progress=False, force=retrain, on_log=on_log,
+                                   log_every=log_every, threads=training_threads(MINI_PRESET))  # as the CLI trains it
             run.seconds = time.time() - t0
             run.reused = bool(summary.get("reused"))
         log = _loss_log(panel)
@@ -273,21 +247,13 @@ def mini_table(run: MiniRun | str, *, n_nulls: int = 0):
 
 
 def windows(kind: str, n: int = 64, *, seed: int = 1):
-    """(n, T) int64 training windows of one kind ("text", "periodic", "repeat", "backcopy") from the default toy
-    recipe's corpus, with the BOS at position 0 as in training."""
-    import numpy as np
-
-    from circuitdev.toy.corpus import WindowSampler
-    from circuitdev.toy.recipe import Mixture, ToyRecipe
-    from circuitdev.toy.train import prepare_corpus
+    """(n, T) int64 training windows of one kind (`WINDOW_KINDS`: "text", "periodic", "repeat", "backcopy") from the
+    default toy recipe's corpus, with the BOS at position 0 as in training."""
+    from circuitdev.toy.train import sample_windows
 
     if kind not in WINDOW_KINDS:
         raise ConfigError(f"unknown window kind {kind!r}; the kinds are {', '.join(WINDOW_KINDS)}")
-    recipe = ToyRecipe()
-    stream = np.load(prepare_corpus(recipe) / "stream.npy")
-    shares = {k: 1.0 if k == kind else 0.0 for k in WINDOW_KINDS}
-    sampler = WindowSampler(stream, Mixture(**shares, bos=True), recipe.seq_len, recipe.probe_vocab_range, seed)
-    return sampler.batch(n)
+    return sample_windows(kind, n, ToyRecipe(), seed=seed)
 
 
 def attention_patterns(model, tokens, *, layers=None):

@@ -16,19 +16,22 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from typing import Callable
 
 from circuitdev.doctor import Result
+from circuitdev.workshop.data import DEFAULT_PANEL
 
-TOY_PANEL = "toy-pythia"
+TOY_PANEL = DEFAULT_PANEL  # the panel the sessions run on
 TOY_BUDGET_S = 600.0  # training toy-pythia before the day: fine up to ~10 min, said as a warning
 MINI_BUDGET_S = 120.0  # session 2's live training: its slot assumes <= 2 minutes
 PROBE_BUDGET_S = 10.0
 TIMED_STEPS = 8
 
 
-def training_seconds(recipe, family: str, *, steps: int = TIMED_STEPS, threads: int = 1) -> float:
+def training_seconds(recipe, family: str, *, steps: int = TIMED_STEPS, threads: int = 1,
+                     clock: Callable[[], float] = time.perf_counter) -> float:
     """Seconds the whole recipe would take here, from `steps` timed optimiser steps (after one warm-up step) of its
-    model on random windows of its shape, with `threads` torch threads (what it trains with)."""
+    model on random windows of its shape, with `threads` torch threads (what it trains with), read on `clock`."""
     import torch
 
     from circuitdev.toy.train import build_model
@@ -48,16 +51,10 @@ def training_seconds(recipe, family: str, *, steps: int = TIMED_STEPS, threads: 
         opt.step()
 
     step()
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(steps):
         step()
-    return (time.perf_counter() - t0) / steps * recipe.steps
-
-
-def _complete(panel: str, recipe) -> bool:
-    from circuitdev.workshop.data import panel_ready
-
-    return panel_ready(panel, recipe)
+    return (clock() - t0) / steps * recipe.steps
 
 
 def _minutes(seconds: float) -> str:
@@ -65,10 +62,11 @@ def _minutes(seconds: float) -> str:
 
 
 def check_toy_checkpoints() -> Result:
-    from circuitdev.workshop.data import recipe_of
+    from circuitdev.toy.recipe import recipe_of
+    from circuitdev.toy.train import panel_ready
 
     family, recipe = recipe_of(TOY_PANEL)
-    if _complete(TOY_PANEL, recipe):
+    if panel_ready(TOY_PANEL, recipe):
         return Result("toy checkpoints", "ok", f"{TOY_PANEL}: {len(recipe.grid())} checkpoints present "
                                                f"(recipe {recipe.recipe_hash()})")
     est = training_seconds(recipe, family)
@@ -83,7 +81,9 @@ def check_toy_checkpoints() -> Result:
 
 def check_mini_run() -> Result:
     from circuitdev.errors import ConfigError
-    from circuitdev.workshop.data import MINI_PRESET, mini_recipe, training_threads
+    from circuitdev.toy.recipe import preset_threads
+    from circuitdev.toy.train import panel_ready
+    from circuitdev.workshop.data import MINI_PRESET, mini_recipe
 
     try:
         recipe = mini_recipe()
@@ -92,8 +92,8 @@ def check_mini_run() -> Result:
                       "update the checkout (the `mini` preset comes with circuitdev.toy.recipe)")
     family = "gpt_neox"
     panel = recipe.panel_name(family)
-    est = training_seconds(recipe, family, threads=training_threads(MINI_PRESET))
-    there = " (its checkpoints are present: reused unless retrained)" if _complete(panel, recipe) else ""
+    est = training_seconds(recipe, family, threads=preset_threads(MINI_PRESET))
+    there = " (its checkpoints are present: reused unless retrained)" if panel_ready(panel, recipe) else ""
     message = f"session 2 trains {panel} live: about {_minutes(est)} here{there}"
     if est <= MINI_BUDGET_S:
         return Result("mini run", "ok", message)
@@ -107,11 +107,11 @@ def check_probe() -> Result:
     from circuitdev.measure.probe import probe_model
     from circuitdev.sources.loading import load_revision
     from circuitdev.sources.panels import load_panel
-    from circuitdev.toy.train import build_model
-    from circuitdev.workshop.data import recipe_of
+    from circuitdev.toy.recipe import recipe_of
+    from circuitdev.toy.train import build_model, panel_ready
 
     family, recipe = recipe_of(TOY_PANEL)
-    if _complete(TOY_PANEL, recipe):
+    if panel_ready(TOY_PANEL, recipe):
         panel = load_panel(TOY_PANEL)
         rev = panel.revisions[-1].name
         model = load_revision(panel, rev, device="cpu", progress=False)

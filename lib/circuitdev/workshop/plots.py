@@ -101,7 +101,7 @@ class LiveTraining:
     def _phases(panel: str) -> tuple[tuple[float, str], ...]:
         """(step, label) where each curriculum phase starts, naming the kinds of window that join there."""
         try:
-            from circuitdev.workshop.data import WINDOW_KINDS, recipe_of
+            from circuitdev.toy.recipe import WINDOW_KINDS, recipe_of
 
             recipe = recipe_of(panel)[1]
             marks, before = [], recipe.mixture

@@ -166,7 +166,18 @@ def test_the_command_exits_2_when_a_check_fails(monkeypatch, capsys):
     def check_broken():
         return doctor.Result("broken", "fail", "it is broken", "fix it")
 
-    monkeypatch.setattr(doctor, "default_checks", lambda: [*doctor.BASE_CHECKS[:1], check_broken])
+    monkeypatch.setattr(doctor_command, "checks_to_run", lambda workshop=False: [*doctor.BASE_CHECKS[:1], check_broken])
     assert doctor_command.run(None) == 2
     out = capsys.readouterr().out
     assert "FAIL  broken" in out and "fix: fix it" in out and "1 failed" in out
+
+
+def test_the_command_composes_the_check_sets():
+    """The library's doctor holds the base checks only; the command adds the workshop's (--workshop)."""
+    from circuitdev.commands import workshop as workshop_command
+    from circuitdev.workshop import doctor as wdoctor
+
+    assert doctor_command.checks_to_run() == doctor.BASE_CHECKS
+    assert doctor_command.checks_to_run(workshop=True) == workshop_command.doctor_checks() == \
+        [*doctor.BASE_CHECKS, *wdoctor.WORKSHOP_CHECKS]
+    assert not hasattr(doctor, "default_checks")

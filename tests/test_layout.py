@@ -54,3 +54,17 @@ def test_published_data_and_findings_never_import_torch():
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# what each module directly in lib/circuitdev may import from the package: the basics only basics; the doctor (the
+# environment checks) basics too -- no stage, no toy, no workshop: the commands compose its checks with the workshop's
+TOP_LEVEL_MAY_IMPORT = {**{b: BASICS for b in BASICS}, "doctor": BASICS, "cli": BASICS | {"commands"}}
+
+
+def test_top_level_modules_import_only_what_they_may():
+    tops = sorted(p for p in LIB.glob("*.py") if p.name != "__init__.py")  # __init__ names its API lazily, as text
+    assert {p.stem for p in tops} == set(TOP_LEVEL_MAY_IMPORT), "a new top-level module: say what it may import"
+    for path in tops:
+        for module in imports_of(path):
+            there = stage_of(module)
+            assert there is None or there in TOP_LEVEL_MAY_IMPORT[path.stem], f"{path.name} imports {module}"

@@ -2,9 +2,9 @@
 
 A check is a function of no arguments returning a `Result` (name, status "ok" | "warn" | "fail", a one-line message,
 a fix hint). `run_checks(checks)` runs them, turning a check that raises into a "fail" result, and `exit_code(results)`
-is 0 unless one failed (2). `BASE_CHECKS` are the environment checks below; `default_checks()` is what the command
-runs: a later check set (e.g. a workshop's: toy checkpoints present or trainable in time, a 10-second probe) is
-appended there, or passed to `run_checks` next to `BASE_CHECKS`.
+is 0 unless one failed (2). `BASE_CHECKS` are the environment checks below. A later check set builds on this module
+(e.g. the workshop's, `circuitdev.workshop.doctor.WORKSHOP_CHECKS`: toy checkpoints present or trainable in time, a
+10-second probe) and never the other way round: the command layer composes the sets (`circuitdev.commands.doctor`).
 
 Standard library only at import; torch and jupyter_client are imported inside their checks.
 """
@@ -281,15 +281,3 @@ def check_disk(path: Path | None = None, min_free_gb: float = MIN_FREE_GB) -> Re
 
 
 BASE_CHECKS: list[Check] = [check_python, check_packages, check_torch, check_kernel, check_disk]
-
-
-def default_checks(*, workshop: bool = False) -> list[Check]:
-    """What `circuitdev doctor` runs: the base checks, then any later set appended here. workshop=True appends the
-    workshop's (`circuitdev.workshop.doctor.WORKSHOP_CHECKS`: `circuitdev doctor --workshop` = `circuitdev workshop
-    doctor`)."""
-    checks = list(BASE_CHECKS)
-    if workshop:
-        from circuitdev.workshop.doctor import WORKSHOP_CHECKS
-
-        checks += WORKSHOP_CHECKS
-    return checks

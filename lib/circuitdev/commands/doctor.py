@@ -1,5 +1,8 @@
 """`circuitdev doctor`: check this environment (Python, the pinned packages, which torch build, the Jupyter kernel,
-free disk), one line per check; exit 0 when nothing failed (warnings included), 2 when a check failed."""
+free disk), one line per check; exit 0 when nothing failed (warnings included), 2 when a check failed.
+
+The check sets are composed here, not in the library: `circuitdev.doctor.BASE_CHECKS`, then with `--workshop` the
+workshop's (`circuitdev.commands.workshop.doctor_checks`, what `circuitdev workshop doctor` runs)."""
 
 from __future__ import annotations
 
@@ -21,9 +24,22 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def checks_to_run(*, workshop: bool = False) -> list[doctor.Check]:
+    """The base checks; workshop=True: the base checks then the workshop's (`circuitdev doctor --workshop`)."""
+    if workshop:
+        from circuitdev.commands.workshop import doctor_checks
+
+        return doctor_checks()
+    return list(doctor.BASE_CHECKS)
+
+
 def run(args: argparse.Namespace) -> int:
-    workshop = bool(getattr(args, "workshop", False))
-    results = doctor.run_checks(doctor.default_checks(workshop=True) if workshop else doctor.default_checks())
+    return report(checks_to_run(workshop=bool(getattr(args, "workshop", False))))
+
+
+def report(checks: list[doctor.Check]) -> int:
+    """Run `checks`, print one line each (and the fix under a warning or failure) and a count; the exit status."""
+    results = doctor.run_checks(checks)
     width = max(len(r.name) for r in results)
     for r in results:
         print(f"{MARK[r.status]}  {r.name:<{width}}  {r.message}")

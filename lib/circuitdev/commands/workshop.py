@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from circuitdev.doctor import Check
 
 EPILOG = """\
 examples:
@@ -61,10 +65,18 @@ def run_build(args) -> int:
     return 0
 
 
-def run_doctor(args) -> int:
-    from circuitdev.commands import doctor as doctor_command
+def doctor_checks() -> list[Check]:
+    """What `circuitdev workshop doctor` runs: the base checks of `circuitdev.doctor`, then the workshop's."""
+    from circuitdev.doctor import BASE_CHECKS
+    from circuitdev.workshop.doctor import WORKSHOP_CHECKS
 
-    return doctor_command.run(argparse.Namespace(workshop=True))
+    return [*BASE_CHECKS, *WORKSHOP_CHECKS]
+
+
+def run_doctor(args) -> int:
+    from circuitdev.commands.doctor import report
+
+    return report(doctor_checks())
 
 
 def run_list(args) -> int:

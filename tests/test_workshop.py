@@ -1,60 +1,44 @@
-"""The workshop track: sessions, checks, the three editions, the CLI and the doctor's workshop checks.
+"""The workshop track's machinery: the sessions' sources, the check machinery and its registry, the three editions,
+the CLI and the doctor's workshop checks. Each session's checks have their own file, tests/test_workshop_<name>.py
+(helpers shared in tests/workshop_sessions.py).
 
-Fast tests parse the five sessions, run every check on the instructor's solution (taken from the session source, not
-copied here) and on one deliberately wrong implementation each, and build the editions without running them. The
-slow ones execute every solution notebook with papermill from a temporary working directory within its budget
-(3 minutes; session 2 trains the `mini` preset live inside it), and every student notebook up to its first exercise,
-where it must stop with NotImplementedError naming that exercise. They use the data folder of the checkout (as the
-sessions do): the toy panel `toy-pythia` and its records are prepared first when they are missing (training them is
-not counted in any session's budget), and the authors' files are used when `CIRCUITDEV_PUBLISHED` names them.
+Fast tests parse the five sessions and build the editions without running them. The slow ones execute every solution
+notebook with papermill from a temporary working directory (session 2 trains the `mini` preset live), and every
+student notebook up to its first exercise, where it must stop with NotImplementedError naming that exercise. They use
+the data folder of the checkout (as the sessions do): the toy panel `toy-pythia` and its records are prepared first
+when they are missing, and the authors' files are used when `CIRCUITDEV_PUBLISHED` names them. No test asserts a
+duration: a subprocess timeout of ten times a session's budget only stops a hang; how long each session takes next to
+its budget is measured by bench/workshop.py.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from workshop_sessions import SESSIONS, session, solution_namespace
 
 from circuitdev.errors import ConfigError
 from circuitdev.workshop import build, checks
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-SESSIONS = build.discover()
-BUDGET_S = 180.0  # a participant's "run all" of a solved session, on 2 cores
+SESSION_HANG_S = 1800  # 10x a session's budget (bench/workshop.py: 3 minutes on 2 cores): a hang, not a slow run
+DOCTOR_HANG_S = 600  # 10x what `circuitdev workshop doctor` takes on a quiet 2-core machine (bench/workshop.py)
 
 
 @pytest.fixture(scope="module")
 def parsed() -> dict[str, build.Session]:
-    return {p.stem: build.parse_session(p) for p in SESSIONS}
+    return {p.stem: session(p.stem) for p in SESSIONS}
 
 
 def exercises(parsed_sessions):
     return [(s, ex) for s in parsed_sessions.values() for ex in s.exercises]
-
-
-def solution_namespace(session: build.Session, upto: build.Exercise) -> dict:
-    """The imports of the session's cells (imports only: no data is loaded) and its solution cells up to `upto`."""
-    ns: dict = {}
-    for cell in session.notebook.cells:
-        if cell.cell_type != "code" or "parameters" in cell.metadata.get("tags", []):
-            continue
-        tree = ast.parse(build.strip_markers(cell.source))
-        imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-        exec(compile(ast.Module(body=imports, type_ignores=[]), session.name, "exec"), ns)  # noqa: S102
-    for ex in session.exercises:
-        exec(build.strip_markers(session.notebook.cells[ex.solution_cell].source), ns)  # noqa: S102
-        if ex is upto:
-            break
-    return ns
 
 
 # ---------------------------------------------------------------------------------------------- the sessions
@@ -103,163 +87,44 @@ def test_the_parser_says_what_is_malformed(tmp_path):
             build.parse_session(path)
 
 
-# -------------------------------------------------------------------------------------------------- the checks
+# ------------------------------------------------------------------------------------------- the check machinery
+# (each session's checks on its solutions and on wrong answers: tests/test_workshop_<name>.py)
 
 
-@pytest.mark.parametrize("exercise", sorted(checks.CHECKS))
-def test_each_check_passes_on_the_instructor_solution(parsed, exercise):
-    session, ex = next((s, e) for s, e in exercises(parsed) if e.id == exercise)
-    ns = solution_namespace(session, ex)
-    verdict = checks.check(exercise, *(ns[f] for f in checks.CHECKS[exercise].functions))
-    assert verdict.ok, verdict.line()
-    assert verdict.line().startswith(f"✔ Exercise {exercise} · ") and "\n" not in verdict.line()
+def test_each_session_has_its_checks_module_and_each_check_its_name(parsed):
+    """checks/<name>.py registers exactly the exercises of notebooks/workshop/NN_<name>.py, each once, under the
+    name the session calls (`checks.ex_1_2`)."""
+    assert list(checks.SESSION_MODULES) == [stem[3:] for stem in parsed]
+    for module, s in zip(checks.SESSION_MODULES, parsed.values()):
+        mine = [c.exercise for c in checks.CHECKS.values() if c.run.__module__ == f"{checks.__name__}.{module}"]
+        assert mine == [ex.id for ex in s.exercises], (module, mine)
+    for exercise, c in checks.CHECKS.items():
+        assert c.exercise == exercise and c.run.__name__ == f"ex_{exercise.replace('.', '_')}"
+        assert getattr(checks, c.run.__name__) is c.run and c.run.__name__ in checks.__all__
 
 
-def _ref_targets(first_a, seq_len):
-    q = seq_len - 1
-    return {"induction": first_a + 1, "previous-token": q - 1, "duplicate-token": first_a, "first-token": 0,
-            "self": q, "local": [q - 2, q - 3, q - 4, q - 5]}
+def test_the_decorator_registers_a_check_once_by_its_name(monkeypatch):
+    from circuitdev.workshop.checks import base
 
+    monkeypatch.setattr(base, "CHECKS", dict(base.CHECKS))  # the decorator's registry, restored afterwards
 
-def _wrong_six(rows, batch):
-    """Every class averaged over the valid sequences (the paper: only induction and duplicate-token)."""
-    from circuitdev.measure.positions import baseline_positions, local_positions
+    @base.exercise
+    def ex_9_1(double) -> str:
+        base.expect(double(2), 4, what="double(2)", causes=[("2 + 3 is not 2 * 2", 5)])
+        return "doubles"
 
-    a = torch.as_tensor(rows, dtype=torch.float64)
-    base = a[..., torch.as_tensor(baseline_positions(batch.seq_len))].mean(dim=(0, 3)).clamp(min=1e-8)
-    n, v, q = torch.arange(batch.n), torch.as_tensor(batch.valid), batch.seq_len - 1
-    fa = torch.as_tensor(batch.first_a)
-
-    def at(pos):
-        return (a[n, :, :, pos][v].mean(0) / base).numpy()
-
-    return {"induction": at(fa + 1), "duplicate-token": at(fa), "previous-token": at(torch.full_like(fa, q - 1)),
-            "first-token": at(torch.zeros_like(fa)), "self": at(torch.full_like(fa, q)),
-            "local": np.mean([at(torch.full_like(fa, p)) for p in local_positions(batch.seq_len)], axis=0)}
-
-
-def _allq_over_t(attn, skip):
-    """The all-query baseline with T - 1 other keys for every query (query q has q)."""
-    c0 = np.asarray(attn, float)[:, :, skip:, 0]
-    mass = c0.mean(axis=(0, 2))
-    return mass, mass / ((1 - c0) / (np.asarray(attn).shape[-1] - 1)).mean(axis=(0, 2))
-
-
-def _bos_best_class(dev, threshold):
-    hit = dev.assign(bos=(dev["sel_first_token"] >= threshold) & (dev["best_class"] == "first-token"))
-    return hit.groupby(["panel", "revision"], as_index=False).agg(bos_fraction=("bos", "mean"))
-
-
-def _recall_cumulative(dev, panel, threshold):
-    p = dev[dev["panel"] == panel].sort_values("tokens_b")
-    final = p[p["tokens_b"] == p["tokens_b"].max()]
-    circuit = set(zip(final["layer"][final["sel_induction"] >= threshold],
-                      final["head"][final["sel_induction"] >= threshold]))
-    p = p.assign(hit=[(l, h) in circuit and s >= threshold for l, h, s in zip(p["layer"], p["head"],
-                                                                            p["sel_induction"])])
-    p["hit"] = p.groupby(["layer", "head"])["hit"].cummax()
-    out = p.groupby("revision", as_index=False, sort=False)["hit"].sum()
-    return out.assign(recall=out["hit"] / len(circuit))
-
-
-def _gap_fraction(dev, a, b, threshold):
-    from circuitdev.analysis import findings
-
-    f = findings.bos_fraction(dev, threshold=threshold).sort_values("tokens_b").groupby("panel")["bos_fraction"].last()
-    return float(f[a] - f[b])  # a fraction, not percentage points
-
-
-def _pr_inverse(m):
-    s = np.linalg.svd(np.asarray(m, float), compute_uv=False)
-    p = s**2 / (s**2).sum()
-    return float(1 / (p**2).sum())
-
-
-def _lead_raw_pr(pr, sel, threshold, level):
-    pr, sel = np.asarray(pr, float), np.asarray(sel, float)
-    formed = np.flatnonzero(sel >= threshold)
-    up = np.flatnonzero(pr >= level * pr.max())  # PR, not PR - 1
-    return (int(formed[0]) if len(formed) else None, int(up[0]) if len(up) else None)
-
-
-def _matched_per_layer_rng(spec, n_heads, seed):
-    out = {}
-    for layer, heads in spec.items():
-        rng = np.random.RandomState(seed)  # a fresh stream per layer
-        eligible = [h for h in range(n_heads) if h not in heads]
-        k = min(len(heads), len(eligible))
-        if k:
-            out[layer] = sorted(int(h) for h in rng.choice(eligible, size=k, replace=False))
-    return out
-
-
-def _zero_in_place(z, heads, d_head):
-    for h in heads:
-        z[..., h * d_head:(h + 1) * d_head] = 0
-    return z
-
-
-WRONG = {
-    # one deliberately wrong implementation per check, and a phrase its verdict must contain
-    "1.1": (lambda first_a, seq_len: {**_ref_targets(first_a, seq_len), "previous-token": seq_len - 1},
-            "previous token is q - 1"),
-    "1.2": (lambda rows, targets, valid, base: (
-        torch.as_tensor(rows, dtype=torch.float64)[torch.arange(len(targets)), :, :, torch.as_tensor(targets)].mean(0)
-        / torch.as_tensor(rows, dtype=torch.float64)[..., torch.as_tensor(base)].mean(dim=(0, 3)).clamp(min=1e-8)
-    ).numpy(), "over the valid ones only"),
-    "1.3": (_wrong_six, "the other four classes average over all of them"),
-    "1.4": (lambda rows, first_a, positions: torch.as_tensor(rows, dtype=torch.float64)[
-        ..., torch.as_tensor(positions)].mean(dim=(0, 3)).numpy(), "A and B are still in the baseline"),
-    "2.1": (lambda sel, t: (np.asarray(sel) >= t).argmax(0), "never reaches the threshold gets -1"),
-    "2.2": (lambda steps, sel, t, k: (lambda c: int(steps[np.flatnonzero(c >= k)[0]]) if (c >= k).any() else None)(
-        (np.maximum.accumulate(np.asarray(sel) >= t, axis=0)).reshape(len(steps), -1).sum(1)),
-            "a head that fell back does not count"),
-    "2.3": (lambda attn: (lambda a, h: a[:, :, np.arange(h, 2 * h), np.arange(0, h)].mean(axis=(0, 2)))(
-        np.asarray(attn, float), np.asarray(attn).shape[-1] // 2), "the token AFTER the earlier copy"),
-    "3.1": (_allq_over_t, "q of them, not T - 1"),
-    "3.2": ((lambda m, t: m * t / (1 - m), lambda s, t: s / (s + t)), "selectivity = m(T-1)/(1-m)"),
-    "3.3": (lambda attn0, eps, skip: np.asarray(attn0)[..., skip:].mean(axis=(0, 3)), "not the mean attention"),
-    "4.1": (_zero_in_place, "changed its input in place"),
-    "4.2": (_matched_per_layer_rng, "the random stream is not"),
-    "4.3": (_pr_inverse, "inverse participation ratio"),
-    "4.4": (_lead_raw_pr, "the signal is PR - 1"),
-    "5.1": (_bos_best_class, "whatever its best class"),
-    "5.2": (_gap_fraction, "multiply the difference of fractions by 100"),
-    "5.3": (_recall_cumulative, "only while it is at or above the threshold"),
-}
-
-
-def test_there_is_a_wrong_answer_for_every_check():
-    assert sorted(WRONG) == sorted(checks.CHECKS)
-
-
-@pytest.mark.parametrize("exercise", sorted(checks.CHECKS))
-def test_each_check_fails_on_a_wrong_answer_and_says_what_differs(exercise):
-    fn, phrase = WRONG[exercise]
-    fns = fn if isinstance(fn, tuple) else (fn,)
-    verdict = checks.check(exercise, *fns)
-    line = verdict.line()
-    assert not verdict.ok, line
-    assert line.startswith(f"✘ Exercise {exercise} · ") and "\n" not in line
-    assert phrase in line, line
-    assert "Traceback" not in line
-
-
-def test_other_right_answers_pass_too():
-    """Answers a participant wrote cold, not the instructor's: other dtypes and libraries must not fail a check (a
-    float64 answer once failed 3.3 on values at eps: float32(0.3) > 0.3)."""
-    def parking_share(attn0, eps, skip):  # torch, float64
-        a = torch.as_tensor(attn0, dtype=torch.float64)[..., skip:]
-        return (a > eps).double().mean(dim=(0, 3)).numpy()
-
-    def milestone(steps, sel, threshold, k):  # counts per revision, then the first
-        counts = (np.asarray(sel) >= threshold).reshape(len(steps), -1).sum(1)
-        ok = np.flatnonzero(counts >= k)
-        return None if len(ok) == 0 else steps[ok[0]]
-
-    for exercise, fn in (("3.3", parking_share), ("2.2", milestone)):
-        verdict = checks.check(exercise, fn)
-        assert verdict.ok, verdict.line()
+    assert base.CHECKS["9.1"].functions == ("double",) and base.CHECKS["9.1"].run is ex_9_1
+    assert ex_9_1(lambda x: 2 * x).line() == "✔ Exercise 9.1 · doubles"
+    assert base.check("9.1", lambda x: x + 3).line() == "✘ Exercise 9.1 · double(2) is 5, expected 4; likely cause: " \
+                                                        "2 + 3 is not 2 * 2"
+    with pytest.raises(TypeError, match=r"checks 1 function\(s\) \(double\), got 2"):
+        ex_9_1(abs, abs)
+    with pytest.raises(ValueError, match="exercise 9.1 has two checks"):
+        base.exercise(ex_9_1.__wrapped__)
+    with pytest.raises(ValueError, match="ex_<session>_<number>"):
+        base.exercise(lambda double: "x")
+    with pytest.raises(KeyError, match="no check for exercise '9.9'; the exercises are 1.1, 1.2"):
+        base.check("9.9", abs)
 
 
 def test_an_exception_in_the_participant_function_is_one_line():
@@ -276,13 +141,16 @@ def test_not_done_and_strict_mode(monkeypatch):
     def stub(first_a, seq_len):
         raise NotImplementedError("Exercise 1.1: the six class targets")
 
+    def wrong(first_a, seq_len):
+        return {}
+
     verdict = checks.ex_1_1(stub)
     assert not verdict.ok and "not done yet (Exercise 1.1: the six class targets)" in verdict.line()
     monkeypatch.setattr(checks, "STRICT", True)
     with pytest.raises(NotImplementedError, match="Exercise 1.1"):
         checks.ex_1_1(stub)
     with pytest.raises(checks.ExerciseFailed, match=r"^✘ Exercise 1.1 · "):
-        checks.ex_1_1(WRONG["1.1"][0])
+        checks.ex_1_1(wrong)
 
 
 def test_difference_names_shape_index_and_type():
@@ -293,6 +161,45 @@ def test_difference_names_shape_index_and_type():
     assert "is None: does the function `return`" in checks.difference(None, np.ones(2))
     assert "lacks the key(s) ['b']" in checks.difference({"a": 1}, {"a": 1, "b": 2})
     assert checks.difference(torch.ones(2), np.ones(2)) is None
+
+
+# ------------------------------------------------------------------------------------------ the sessions' data
+
+
+def test_the_toy_lookups_are_the_toy_packages(tmp_path, monkeypatch):
+    """workshop.data answers what the toy package knows through it: panel -> recipe, readiness, window kinds, the
+    final revision."""
+    import json
+
+    from circuitdev.toy import recipe as toy_recipe
+    from circuitdev.toy import train as toy_train
+    from circuitdev.workshop import data
+
+    assert data.recipe_of is toy_recipe.recipe_of and data.panel_ready is toy_train.panel_ready
+    assert data.WINDOW_KINDS == ("text", "periodic", "repeat", "backcopy")  # recall: an experiment, off throughout
+    assert data.final_revision() == "step2500" and data.final_revision("toy-pythia-mini") == "step1500"
+    family, mini = data.recipe_of("toy-olmo-mini")
+    assert family == "olmo" and mini is toy_recipe.PRESETS["mini"] is data.mini_recipe()
+    with pytest.raises(ConfigError, match="not a toy panel of any preset"):
+        data.recipe_of("pythia-1b")
+    with pytest.raises(ConfigError, match="unknown window kind 'recall'; the kinds are text, periodic, repeat, "):
+        data.windows("recall")
+    monkeypatch.setenv("CIRCUITDEV_DATA", str(tmp_path))
+    panel, folder = "toy-pythia-mini", tmp_path / "toy" / "toy-pythia-mini"
+    assert not data.panel_ready(panel)
+    for step in mini.grid():
+        (folder / f"step{step}").mkdir(parents=True)
+        for name in ("config.json", "model.safetensors"):
+            (folder / f"step{step}" / name).write_text("{}")
+    (folder / "recipe.json").write_text(json.dumps({"hash": mini.recipe_hash()}))
+    assert not data.panel_ready(panel)  # no panel file yet
+    (tmp_path / "panels").mkdir()
+    (tmp_path / "panels" / f"{panel}.yaml").write_text(f"name: {panel}\n")
+    assert data.panel_ready(panel)
+    # training reuses a panel only with its dense checkpoints too (the same hash: saving them changes no weight)
+    assert not toy_train.checkpoints_ready(folder, mini.replace(dense_every=10))
+    (folder / "recipe.json").write_text(json.dumps({"hash": "another recipe"}))
+    assert not data.panel_ready(panel)
 
 
 # ------------------------------------------------------------------------------------------------- the editions
@@ -363,12 +270,15 @@ def test_list_shows_the_ratings():
 
 def test_workshop_doctor_is_the_base_doctor_plus_the_workshop_checks(monkeypatch):
     from circuitdev import doctor
+    from circuitdev.commands import doctor as doctor_command
+    from circuitdev.commands import workshop as workshop_command
     from circuitdev.workshop import doctor as wdoctor
 
-    checks_run = doctor.default_checks(workshop=True)
+    checks_run = workshop_command.doctor_checks()
     assert checks_run[:len(doctor.BASE_CHECKS)] == doctor.BASE_CHECKS
     assert checks_run[len(doctor.BASE_CHECKS):] == wdoctor.WORKSHOP_CHECKS
-    assert doctor.default_checks() == doctor.BASE_CHECKS
+    assert doctor_command.checks_to_run(workshop=True) == checks_run  # `circuitdev doctor --workshop`
+    assert doctor_command.checks_to_run() == doctor.BASE_CHECKS
     assert wdoctor.check_sessions().status == "ok"
     assert wdoctor.check_frontend().status in ("ok", "warn")
     monkeypatch.setenv("CIRCUITDEV_PUBLISHED", "/nonexistent/published")
@@ -387,19 +297,20 @@ def test_workshop_doctor_without_a_mini_preset_fails_naming_it(monkeypatch):
 
 
 def test_training_time_is_extrapolated_from_a_few_steps():
+    """steps timed after one warm-up step, per step times the recipe's steps (a fake clock: no wall-clock bound)."""
     from circuitdev.toy.recipe import ToyRecipe
-    from circuitdev.workshop.doctor import training_seconds
+    from circuitdev.workshop import doctor as wdoctor
 
+    ticks = iter([10.0, 10.5])  # the clock before and after the 2 timed steps: 0.25 s a step
     small = ToyRecipe(n_layer=1, d_model=16, n_head=2, d_ff=32, steps=100, batch_size=2, seq_len=16)
-    seconds = training_seconds(small, "gpt_neox", steps=2)
-    assert 0 < seconds < 60
+    assert wdoctor.training_seconds(small, "gpt_neox", steps=2, clock=lambda: next(ticks)) == pytest.approx(25.0)
+    assert 0 < wdoctor.training_seconds(small, "gpt_neox", steps=2) < float("inf")  # the real clock
 
 
 @pytest.mark.slow
 def test_workshop_doctor_command():
-    t0 = time.perf_counter()
     proc = subprocess.run([str(BIN / "circuitdev"), "workshop", "doctor"], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=DOCTOR_HANG_S)
     out = proc.stdout
     for name in ("python", "packages", "toy checkpoints", "mini run", "probe", "toy records", "published",
                  "front end", "sessions"):
@@ -407,7 +318,6 @@ def test_workshop_doctor_command():
     assert proc.returncode in (0, 2) and "doctor: " in out
     probe = next(line for line in out.splitlines() if re.match(r"^(ok  |WARN|FAIL)  probe ", line))
     assert "screened" in probe, probe
-    assert time.perf_counter() - t0 < 120
 
 
 # ----------------------------------------------------------------------------------------- executed notebooks
@@ -415,36 +325,31 @@ def test_workshop_doctor_command():
 
 @pytest.fixture(scope="module")
 def toy_data():
-    """The default toy panel and its probe records, trained / probed when missing (not timed)."""
+    """The toy panels the sessions read and their probe records, trained / probed when missing."""
     from circuitdev.workshop import data
 
-    data.ensure_toy("toy-pythia")
-    data.toy_table("toy-pythia")
-    if data.published() is None:  # session 5 then runs on the three toy panels
-        for panel in ("toy-olmo", "toy-olmoe"):
-            data.ensure_toy(panel)
-            data.toy_table(panel)
+    data.prepare_sessions()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("session", [p.stem for p in SESSIONS])
-def test_solution_notebook_runs_from_any_directory_within_budget(session, toy_data, tmp_path_factory, parsed):
+def test_solution_notebook_runs_from_any_directory(session, toy_data, tmp_path_factory, parsed):
     import nbformat
 
     out = tmp_path_factory.mktemp(f"solutions-{session}")
-    (built,) = build.build(out, [session], editions=("solutions", "book"), cwd=out, log=lambda _: None)
-    assert built.seconds <= BUDGET_S, f"{session} took {built.seconds:.0f} s (budget {BUDGET_S:.0f} s)"
-    nb = nbformat.read(built.paths["solutions"], as_version=4)
+    proc = subprocess.run([str(BIN / "circuitdev"), "workshop", "build", session, "--out", str(out), "--edition",
+                           "solutions", "--edition", "book"], capture_output=True, text=True, cwd=out,
+                          timeout=SESSION_HANG_S)  # the kernel runs in `out` too (build's default)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    nb = nbformat.read(out / "solutions" / f"{session}.ipynb", as_version=4)
     text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
                      if o.output_type == "stream")
     for ex in parsed[session].exercises:
         assert f"✔ Exercise {ex.id} · " in text, (session, ex.id)
     assert "✘" not in text and "Traceback" not in text
     assert not any(o.output_type == "error" for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    book_nb = nbformat.read(built.paths["book"], as_version=4)
+    book_nb = nbformat.read(out / f"{session}.ipynb", as_version=4)
     assert sum("{solution}" in c.source for c in book_nb.cells) == len(parsed[session].exercises)
-    print(f"{session}: {built.seconds:.0f} s")
-    (Path(out) / "timing.json").write_text(json.dumps({"session": session, "seconds": built.seconds}))
 
 
 @pytest.mark.slow

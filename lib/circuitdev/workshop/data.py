@@ -112,45 +112,34 @@ def final_revision(panel: str = DEFAULT_PANEL) -> str:
 
 
 def toy_model(panel: str = DEFAULT_PANEL, revision: str | None = None):
-    """A toy checkpoint (default: the panel's final revision), eager attention, fp32, on the CPU, in eval mode."""
+    """A toy checkpoint (default: the panel's final revision; a refined one too), eager attention, fp32, on the CPU,
+    in eval mode."""
     from circuitdev.sources.loading import load_revision
+    from circuitdev.sources.panels import load_panel
 
     ensure_toy(panel)
-    return load_revision(panel, revision or final_revision(panel), device="cpu", progress=False)
+    pan = load_panel(panel, results_dir=paths.results_dir())  # with the revisions `circuitdev refine` added
+    return load_revision(pan, revision or final_revision(panel), device="cpu", progress=False)
 
 
 def toy_table(panel: str = DEFAULT_PANEL, *, results_dir: Path | None = None):
     """The panel's developmental table (one row per revision x head) from its probe records; revisions without a
-    record are probed first with the panel's defaults (~1.5 s each)."""
+    usable record (missing, corrupt, or of other weights: the panel was retrained since) are probed first with the
+    panel's defaults (~1.5 s each)."""
     from circuitdev.sources.panels import load_panel
+    from circuitdev.sources.records import load_panel_table, panel_status
     from circuitdev.sources.run import probe_panel
-    from circuitdev.sources.store import load_panel_table, panel_status
 
     root = Path(results_dir) if results_dir is not None else paths.results_dir()
     ensure_toy(panel)
-    pan = load_panel(panel)
+    pan = load_panel(panel, results_dir=root)
     status = panel_status(root, pan)
-    missing = status.loc[status["state"] == "missing", "revision"].tolist()
-    stale = [r for r in status.loc[status["state"] == "complete", "revision"] if _older_than_checkpoint(root, pan, r)]
-    if missing or stale:
+    todo = status.loc[status["state"] != "complete", "revision"].tolist()
+    if todo:
         with _lock(f"probe-{panel}"):
-            print(f"probing {len(missing) + len(stale)} revision(s) of {panel} whose record is missing or older than "
-                  f"its checkpoint, into {root} ...", flush=True)
-            if missing:
-                probe_panel(panel, revisions=missing, results_dir=root, progress=False)
-            if stale:
-                probe_panel(panel, revisions=stale, results_dir=root, progress=False, force=True)
-    return load_panel_table(root, panel, on_missing="skip")
-
-
-def _older_than_checkpoint(root: Path, panel, revision: str) -> bool:
-    """A record written before its checkpoint (the panel was retrained since it was probed)."""
-    record = Path(root) / panel.name / f"{revision}.json"
-    weights = Path(panel.model) / revision / "model.safetensors"  # a toy panel's revision folder (refined ones too)
-    try:
-        return record.stat().st_mtime < weights.stat().st_mtime
-    except OSError:
-        return False
+            print(f"probing {len(todo)} revision(s) of {panel} without a usable record, into {root} ...", flush=True)
+            probe_panel(pan, revisions=todo, results_dir=root, progress=False)
+    return load_panel_table(root, pan, on_missing="skip")
 
 
 # ------------------------------------------------------------------------------------------ the participant's run
@@ -233,14 +222,15 @@ def mini_table(run: MiniRun | str, *, n_nulls: int = 0):
     """Probe every checkpoint of the participant's run (resumable, ~1 s each) into the workshop's own results folder
     and return its developmental table."""
     from circuitdev.sources.panels import load_panel
+    from circuitdev.sources.records import load_panel_table
     from circuitdev.sources.run import probe_panel
-    from circuitdev.sources.store import load_panel_table
 
-    panel = run.panel if isinstance(run, MiniRun) else run
-    cfg = load_panel(panel).probe_config(n_nulls=n_nulls)
-    with _lock(f"probe-{panel}"):
-        probe_panel(panel, config=cfg, results_dir=workshop_results_dir(), progress=False)
-    return load_panel_table(workshop_results_dir(), panel, config=cfg)
+    root = workshop_results_dir()
+    pan = load_panel(run.panel if isinstance(run, MiniRun) else run, results_dir=root)
+    cfg = pan.probe_config(n_nulls=n_nulls)
+    with _lock(f"probe-{pan.name}"):
+        probe_panel(pan, config=cfg, results_dir=root, progress=False)
+    return load_panel_table(root, pan, config=cfg)
 
 
 # -------------------------------------------------------------------------------------------------- inputs

@@ -123,7 +123,7 @@ def check_probe() -> Result:
         cfg = ProbeConfig.from_dict(recipe.probe_defaults())
         what = f"an untrained {TOY_PANEL}-shaped model"
     t0 = time.perf_counter()
-    table = probe_model(model, cfg, progress=False)
+    table = probe_model(model, cfg, progress=False).table
     seconds = time.perf_counter() - t0
     message = (f"screened {what} ({cfg.n} sequences x {cfg.seq_len} tokens, {len(table)} heads, PR, prefix "
                f"matching, nulls) in {seconds:.1f} s")
@@ -136,12 +136,11 @@ def check_probe() -> Result:
 
 def check_toy_records() -> Result:
     from circuitdev.paths import relative_to_repo, results_dir
-    from circuitdev.sources.panels import load_panel
-    from circuitdev.sources.store import panel_status
+    from circuitdev.sources.records import panel_status
 
     root = results_dir()
     try:
-        status = panel_status(root, load_panel(TOY_PANEL))
+        status = panel_status(root, TOY_PANEL)
     except Exception as err:  # noqa: BLE001 - no panel file yet: the checkpoints check says what to do
         return Result("toy records", "warn", f"{TOY_PANEL}: no panel file yet ({type(err).__name__})",
                       f"`circuitdev toy train --family gpt_neox && circuitdev probe --panel {TOY_PANEL}`")

@@ -47,7 +47,7 @@ from circuitdev.sources.panels import Panel
 from circuitdev.sources.records import PanelRecords, RecordSet
 from circuitdev.sources.store import parquet_bytes, read_parquet
 
-FORMAT = "circuitdev.ablation-over-training/1"
+FORMAT = "circuitdev.ablation_over_training/1"
 STEM = "ablation_over_training"
 DEFAULT_RANDOM_GROUPS = 10  # matched random groups per revision (fewer when fewer distinct ones exist)
 

@@ -25,6 +25,8 @@
 #               panel file changes, or when a folder panel's checkpoint file changes.
 #   refine      `circuitdev refine --panel P --metric M --max-new K` for each entry of `refine:`, after the panel's
 #               probe and before the notebooks (its records join the panel); runs once per entry (done-file).
+#   ablate_toy  `circuitdev ablate --panel P --over-training` for each toy panel, after its probe and refinements:
+#               <results>/<panel>/ablation_over_training.parquet, an input of the panel's notebooks.
 #   notebook    `circuitdev notebook run SOURCE --as NAME --out <generated_dir>` (jupytext -> papermill; one-way: the
 #               .py source is never rewritten; the build's folders reach the page as environment variables).
 #               Re-runs when its source, its parameters or the records it reads change.
@@ -49,6 +51,7 @@ from circuitdev.book.build import (BuildFolders, book_config, config_panels, con
 from circuitdev.book.pipeline import notebook_specs, workshop_sessions
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.sources.panels import load_panel
+from circuitdev.sources.store import FORMAT as RECORD_FORMAT  # a new record format re-runs the probe jobs (refresh)
 
 
 configfile: os.path.join(workflow.basedir, "config", "pipeline.yaml")
@@ -161,6 +164,11 @@ def refine_before(wildcards):
     return mine[:mine.index(this)] if this in mine else []
 
 
+def ablations(name):
+    """The ablation-over-training table of a toy panel (rule ablate_toy); other panels have none."""
+    return [f"{RESULTS}/{name}/ablation_over_training.parquet"] if name in TOY_PANELS else []
+
+
 def all_records(wildcards=None):
     return [f for name in ALL_PANELS for f in [*records(name), *refines(name)]]
 
@@ -179,7 +187,8 @@ def probe_params(wildcards):
     rev = p.revision(wildcards.revision)
     cfg = p.probe_config(**probe_fields(wildcards.panel))
     return json.dumps({"config_hash": cfg.config_hash(), "model": p.model, "family": p.family,
-                       "revision": [rev.name, rev.tokens, rev.step], "source": p.source}, sort_keys=True)
+                       "revision": [rev.name, rev.tokens, rev.step], "source": p.source, "format": RECORD_FORMAT},
+                      sort_keys=True)
 
 
 def probe_inputs(wildcards):
@@ -214,7 +223,8 @@ def notebook_environment(name):
 
 def notebook_inputs(wildcards):
     spec = NOTEBOOKS[wildcards.name]
-    return {"source": spec["source"], "records": [f for name in spec["panels"] for f in [*records(name), *refines(name)]],
+    return {"source": spec["source"],
+            "records": [f for name in spec["panels"] for f in [*records(name), *refines(name), *ablations(name)]],
             "published": [PUBLISHED_STATUS] if PUBLISHED is not None else []}
 
 
@@ -404,7 +414,8 @@ rule probe_toy:
         panel_file=lambda wc: panel_file(wc.panel),
         probe_config=lambda wc: json.dumps(probe_fields(wc.panel), sort_keys=True),
         # + the panel's own defaults via recipe.json, + the library's defaults (a new ProbeConfig field re-probes)
-        depends=lambda wc: json.dumps({**probe_fields(wc.panel), "defaults": ProbeConfig().config_hash()}, sort_keys=True),
+        depends=lambda wc: json.dumps({**probe_fields(wc.panel), "defaults": ProbeConfig().config_hash(),
+                                       "format": RECORD_FORMAT}, sort_keys=True),
     threads: 1
     resources: **CPU_JOB
     log:
@@ -477,6 +488,26 @@ rule refine:
     shell:
         "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {PY:q} -m circuitdev.cli refine --panel {params.panel_file:q} "
         "--metric {wildcards.metric} --max-new {wildcards.k} --out {RESULTS:q} > {log:q} 2>&1 && touch {output:q}"
+
+
+rule ablate_toy:
+    """The final induction circuit zero-ablated at every revision of a toy panel (`circuitdev ablate --over-training`),
+    after its probe and refinements, before the notebooks; resumable, and it recomputes only rows whose record
+    changed."""
+    input:
+        lambda wc: [toy_done(wc.panel), *refines(wc.panel)],
+    output:
+        f"{RESULTS}/{{panel}}/ablation_over_training.parquet",
+    wildcard_constraints:
+        panel=alternatives(TOY_PANELS),
+    params:
+        panel_file=lambda wc: panel_file(wc.panel),
+    threads: 1
+    log:
+        f"{LOGS}/ablate/{{panel}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {PY:q} -m circuitdev.cli ablate "
+        "--panel {params.panel_file:q} --over-training --out {RESULTS:q} --no-progress > {log:q} 2>&1"
 
 
 rule notebook:

@@ -77,3 +77,13 @@ def test_suite_rows_and_bad_specs():
         query_logits(model, BATCH, {0: [9]})
     with pytest.raises(ConfigError, match="mode"):
         query_logits(model, BATCH, {0: [0]}, mode="resample")
+
+
+def test_suite_notes_a_layer_without_heads_outside_the_set():
+    """A set that fills its layer leaves the matched-random control nothing to draw there: the row says so."""
+    model = tiny_model("gpt_neox")
+    df = ablation_suite(model, BATCH, {1: [0, 1, 2, 3]})
+    row = df[df["condition"] == "matched_random"].iloc[0]
+    assert row["n_ablated"] == 0 and "layer(s) [1] hold no head outside the set" in row["note"]
+    assert (df.loc[df["condition"] != "matched_random", "note"] == "").all()
+    assert ablation_suite(model, BATCH, {1: [0]}).loc[2, "note"] == ""

@@ -71,6 +71,7 @@ def test_record_layout_and_sidecar(reference, tiny_panel):
         assert meta["config"]["dtype"] == meta["dtype"] == "fp32" and meta["device"] == "cpu"
         assert {"torch", "transformers", "nnsight", "circuitdev"} <= set(meta["versions"])
         assert {"load_s", "probe_s"} <= set(meta["timings"]) and "commit" in meta["git"]
+        assert {"top1", "loss_b", "icl_score", "norm_ratio"} <= set(meta["behaviour"])  # issue 23
         # every stored column is documented, and the contract's columns are there
         assert set(table.columns) <= set(RECORD_COLUMNS), set(table.columns) - set(RECORD_COLUMNS)
         for col in ("layer", "head", *SEL_COLUMNS, "best_class", "classification", "pr"):
@@ -291,8 +292,9 @@ def test_format_1_records_stay_readable_and_probe_refreshes_them(reference, tiny
     paths = record_paths(tmp_path, "tiny-gptneox", "step0")
     meta = json.loads(paths.sidecar.read_text())
     meta.update(format="circuitdev.record/1")
-    meta.pop("nulls"), meta.pop("weights")
+    meta.pop("nulls"), meta.pop("weights"), meta.pop("behaviour"), meta.pop("behaviour_boot")
     paths.nulls.unlink()
+    paths.side("behaviour_boot").unlink()
     paths.sidecar.write_text(json.dumps(meta))
     st = record_status(paths, panel="tiny-gptneox", revision="step0")
     assert st.complete and "circuitdev.record/1" in st.outdated
@@ -300,4 +302,5 @@ def test_format_1_records_stay_readable_and_probe_refreshes_them(reference, tiny
     assert read.outdated() == ["step0"] and set(read.nulls()["revision"]) == {"step1", "step2"}
     results = run(tiny_panel, tmp_path)
     assert [r.action for r in results] == ["computed", "skipped", "skipped"] and "outdated" in results[0].reason
-    assert record_bytes(tmp_path) == ref and paths.nulls.is_file()
+    assert record_bytes(tmp_path) == ref and paths.nulls.is_file() and paths.side("behaviour_boot").is_file()
+    assert "top1" in json.loads(paths.sidecar.read_text())["behaviour"]

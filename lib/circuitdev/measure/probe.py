@@ -1,9 +1,9 @@
 """One probe run of one checkpoint: batch → capture → screen · PR · alternative metrics → a per-head table.
 
 `probe_model` returns a `ProbeResult`: the per-head table and, beside it, what is not one value per head (the
-bootstrap replicates, the null draws, timings). This is what `circuitdev probe` stores per (panel, revision,
-configuration). Ablations and the PR null are separate calls (they need other forward passes and are run at the
-final revision only).
+bootstrap replicates, the null draws, the revision's behaviour -- top-1 and loss at B, ICL score, first-position
+norms, from the same forward passes (`measure.behaviour`) -- and timings). This is what `circuitdev probe` stores
+per (panel, revision, configuration). Ablations and the PR null are separate calls (they need other forward passes).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import pandas as pd
 import torch
 
 from circuitdev.measure.batch import InductionBatch, induction_batch, repeated_batch
+from circuitdev.measure.behaviour import Behaviour, SequenceBehaviour, summarise
 from circuitdev.measure.bootstrap import bootstrap_selectivities, percentile_interval
-from circuitdev.measure.capture import Capture, as_token_tensor, capture, prefix_matching_scores, trace_layers
+from circuitdev.measure.capture import Capture, as_token_tensor, capture, prefix_pass, trace_layers
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.measure.families import Layout, family_of
 from circuitdev.schema import HEAD_CLASSES, sel_column
@@ -35,6 +36,7 @@ class ProbeResult:
     n_valid: int  # sequences of the batch whose A/B positions are valid
     replicates: np.ndarray | None = None  # (B, 6, L, H) bootstrap replicates, classes in HEAD_CLASSES order
     nulls: np.ndarray | None = None  # (n_nulls, L, H) null induction selectivities (method reference §3)
+    behaviour: Behaviour | None = None  # top-1, loss at B, ICL score with intervals, per-stream norms
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
     @property
@@ -107,14 +109,17 @@ def head_table(cap: Capture, batch: InductionBatch, config: ProbeConfig
     return table, replicates, boot_s
 
 
-def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, progress: bool = True) -> ProbeResult:
+def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, progress: bool = True,
+                behaviour: bool = True) -> ProbeResult:
     """Screen every head of `model` (an eager-attention HF CausalLM) with `config`; one row per (layer, head).
 
     Columns: layer, head, sel_<class> x6, sel_<class>_lo / _hi x6 (95% bootstrap intervals; absent when
     config.n_boot = 0), best_class, best_selectivity, second_class, second_selectivity,
     classification, in_induction_circuit, in_prev_token_circuit, is_bos, pr, mass_first_token,
     sel_first_token_allq, mass_first_token_allq, is_sink_gu, prefix_matching, null_induction_p99 -- as
-    `result.table`; the bootstrap replicates the intervals come from, the null draws and the timings beside it.
+    `result.table`; the bootstrap replicates the intervals come from, the null draws and the timings beside it,
+    and `result.behaviour` (`measure.behaviour`; the ICL score needs config.n_prefix > 0). `behaviour=False`
+    leaves the behaviour out (the per-head table is the same either way; bench/behaviour.py times the difference).
     """
     config = config or ProbeConfig()
     layout = family_of(model)
@@ -123,20 +128,20 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
     batch = batch_for(config)
     as_token_tensor(batch.tokens[:1], model)  # vocab check before any work
     cap = capture(model, batch.tokens, batch_size=config.batch_size, allq_skip=config.allq_skip, layout=layout,
-                  progress=progress)
+                  progress=progress, target=batch.target if behaviour else None, norms=behaviour)
     timings["capture_s"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     table, replicates, boot_s = head_table(cap, batch, config)
     timings["screen_s"] = time.perf_counter() - t1  # includes the bootstrap, also timed on its own (boot_s)
     if replicates is not None:
         timings["boot_s"] = boot_s
+    icl = None
     if config.n_prefix:
         t2 = time.perf_counter()
         rep = repeated_batch(config.n_prefix, config.seq_len, config.seed, config.vocab_range,
                              first_token=config.first_token_id)
-        table["prefix_matching"] = prefix_matching_scores(
-            model, rep, layout=layout, batch_size=config.batch_size
-        ).reshape(-1)
+        scores, icl = prefix_pass(model, rep, layout=layout, batch_size=config.batch_size, icl=behaviour)
+        table["prefix_matching"] = scores.reshape(-1)
         timings["prefix_s"] = time.perf_counter() - t2
     else:
         table["prefix_matching"] = np.nan
@@ -151,9 +156,16 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
         timings["null_s"] = time.perf_counter() - t3
     else:
         table["null_induction_p99"] = np.nan
+    summary = None
+    if behaviour:  # the per-sequence values are reduced already; this is the bootstrap over them
+        t4 = time.perf_counter()
+        seqs = SequenceBehaviour(correct=cap.query_correct.numpy(), loss=cap.query_loss.double().numpy(), icl=icl,
+                                 norm_pos0=cap.norm_pos0.numpy(), norm_median=cap.norm_median.numpy())
+        summary = summarise(seqs, n_boot=config.n_boot, boot_seed=config.boot_seed)
+        timings["behaviour_s"] = time.perf_counter() - t4
     timings["total_s"] = time.perf_counter() - t0
     return ProbeResult(table, family=layout.family.name, n_valid=int(batch.valid.sum()), replicates=replicates,
-                       nulls=nulls, timings=timings)
+                       nulls=nulls, behaviour=summary, timings=timings)
 
 
 def null_pr(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int = 2000, seed: int = 2026) -> np.ndarray:

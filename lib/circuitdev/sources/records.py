@@ -8,7 +8,11 @@ added, or, for a results folder without a panel file, the records on disk -- and
     read.table                               # the developmental table (schema.py columns first), token order
     read.boot()                              # bootstrap replicates of the same revisions (analysis.uncertainty)
     read.nulls()                             # null induction selectivities of the same revisions (F6)
+    read.revision_table()                    # one row per revision: top-1, loss at B, ICL score, norms
+    read.behaviour_boot()                    # their bootstrap replicates (the selectivities' draws)
     records.status()                         # one row per revision: complete / missing / corrupt / stale
+
+`store.load_revision_table(results_dir, panel)` is `read.revision_table()` with the ablation-over-training columns.
 
 A record of other weights than the panel's current ones (`sources.weights`) is stale: never read as current.
 """
@@ -24,14 +28,43 @@ from typing import Literal
 import pandas as pd
 
 from circuitdev.errors import ConfigError, DataError
+from circuitdev.measure.behaviour import NORM_VALUES
 from circuitdev.paths import results_dir as default_results_dir
 from circuitdev.schema import DEV_KEY_COLUMNS, DEV_OPTIONAL_COLUMNS, SEL_COLUMNS
 from circuitdev.sources.panels import Panel, load_panel
-from circuitdev.sources.store import (BOOT_COLUMNS, FORMAT, NULL_COLUMNS, RecordStatus, read_parquet,
-                                      record_paths, record_status)
+from circuitdev.sources.store import (BEHAVIOUR_BOOT_COLUMNS, BOOT_COLUMNS, FORMAT, NULL_COLUMNS, RecordStatus,
+                                      read_parquet, record_paths, record_status)
 from circuitdev.sources.weights import weights_identity
 
 MissingPolicy = Literal["raise", "skip"]
+
+# Columns of `load_revision_table`, in order (then the norm columns, then sources.ablate.ABLATION_COLUMNS).
+REVISION_COLUMNS: dict[str, str] = {
+    "panel": "panel name",
+    "revision": "revision name",
+    "step": "training step (nullable integer)",
+    "tokens": "training tokens seen (integer)",
+    "tokens_b": "tokens / 1e9",
+    "config_hash": "ProbeConfig.config_hash() of the record",
+    "n": "sequences of the induction batch top1 and loss_b average over (all of them, valid or not)",
+    "n_prefix": "repeated sequences of the ICL score",
+    "top1": "top-1 accuracy at the query (second A -> B) on the induction batch",
+    "top1_lo": "lower end of top1's 95% bootstrap interval (the selectivities' resamples)",
+    "top1_hi": "upper end of top1's 95% bootstrap interval",
+    "loss_b": "mean cross-entropy of B at the query",
+    "loss_b_lo": "lower end of loss_b's 95% bootstrap interval",
+    "loss_b_hi": "upper end of loss_b's 95% bootstrap interval",
+    "icl_score": "mean loss on a random span's first occurrence minus on its repeat (measure.behaviour)",
+    "icl_score_lo": "lower end of icl_score's 95% bootstrap interval (the repeated batch's own resamples)",
+    "icl_score_hi": "upper end of icl_score's 95% bootstrap interval",
+}
+_KEYS = ("panel", "revision", "step", "tokens", "tokens_b", "config_hash")  # the rest come from the behaviour block
+
+
+def revision_norm_columns(streams: list[str]) -> list[str]:
+    """The norm columns of `load_revision_table` for these streams: norm_pos0_<stream> ..., norm_median_<stream>
+    ..., norm_ratio_<stream> ... (streams "embed", "l0", ...)."""
+    return [f"{value}_{stream}" for value in NORM_VALUES for stream in streams]
 
 
 @dataclass(frozen=True)
@@ -70,6 +103,36 @@ class RecordSet:
         """The null induction selectivities: one row per (revision, draw, layer, head), columns panel, revision,
         tokens_b, draw, layer, head, sel_null_induction (records probed with n_nulls = 0 left out)."""
         return self._side("nulls", NULL_COLUMNS)
+
+    def behaviour_boot(self) -> pd.DataFrame:
+        """The behaviour's bootstrap replicates: one row per (revision, replicate), columns panel, revision,
+        tokens_b, replicate, top1, loss_b, icl_score. Replicate b used the same sequences as replicate b of every
+        selectivity (`measure.behaviour`); records without them are left out."""
+        return self._side("behaviour_boot", BEHAVIOUR_BOOT_COLUMNS)
+
+    def revision_table(self) -> pd.DataFrame:
+        """One row per revision, token order: REVISION_COLUMNS and the norm columns (`revision_norm_columns`) from
+        each sidecar's behaviour block; NaN where a record has none (format 1 / 2) or a value was not measured."""
+        rows, streams = [], []
+        for rev, meta in self.sidecars.items():
+            block = meta.get("behaviour") or {}
+            row = {"panel": self.panel, "revision": rev, "step": meta.get("step"), "tokens": meta["tokens"],
+                   "tokens_b": meta["tokens"] / 1e9, "config_hash": meta["config_hash"],
+                   **{c: block.get(c) for c in REVISION_COLUMNS if c not in _KEYS}}
+            for i, stream in enumerate(block.get("norm_streams") or []):
+                streams += [stream] if stream not in streams else []
+                for value in NORM_VALUES:
+                    row[f"{value}_{stream}"] = block[value][i]
+            rows.append(row)
+        columns = [*REVISION_COLUMNS, *revision_norm_columns(streams)]
+        out = pd.DataFrame(rows, columns=columns)
+        out["tokens"] = out["tokens"].astype("int64")
+        for col in ("step", "n", "n_prefix"):
+            out[col] = out[col].astype("Int64")  # <NA> where unknown
+        numeric = [c for c in columns if c not in ("panel", "revision", "step", "tokens", "config_hash", "n",
+                                                   "n_prefix")]
+        out[numeric] = out[numeric].astype("float64")  # None (not measured, or a JSON null) -> NaN
+        return out
 
     def outdated(self) -> list[str]:
         """Revisions whose record an older format wrote (readable; `circuitdev probe` refreshes them)."""

@@ -124,7 +124,7 @@ def probe_panel(
             "host": platform.node(),
         }
         paths = write_record(root, panel, rev, result.table, config=cfg, meta=meta, replicates=result.replicates,
-                             nulls=result.nulls, weights=weights)
+                             nulls=result.nulls, weights=weights, behaviour=getattr(result, "behaviour", None))
         results.append(RunResult(rev.name, "computed", paths, reason, time.perf_counter() - t0))
     return results
 
@@ -180,4 +180,4 @@ def ablate_final_circuit(panel: Panel, table: pd.DataFrame, *, config: dict | No
     out["label"] = out["condition"]
     out.loc[out["condition"] == "screen", "label"] = f"induction screen ≥{threshold:g}×"
     return out[["condition", "label", "seed", "n_ablated", "heads", "acc_top1", "acc_top5", "loss",
-                "mean_logit_B"]], ""
+                "mean_logit_B", "note"]], ""

@@ -6,11 +6,27 @@ Layout (DIR defaults to `<data>/results`, i.e. `data/results` of the repository)
     DIR/<panel>/<revision>.parquet       per-head table, one row per (layer, head); columns: RECORD_COLUMNS
     DIR/<panel>/<revision>.json          sidecar: configuration + hash, the identity of the weights measured,
                                          versions, git commit, device, dtype, timings, the per-revision summary,
-                                         and the sha256, byte size and row count of every file of the record
+                                         the revision's behaviour (block "behaviour", below), and the sha256, byte
+                                         size and row count of every file of the record
     DIR/<panel>/<revision>.boot.parquet  the bootstrap replicates (n_boot > 0): BOOT_COLUMNS
     DIR/<panel>/<revision>.nulls.parquet the null induction selectivities (n_nulls > 0): NULL_COLUMNS
+    DIR/<panel>/<revision>.behaviour.parquet  the behaviour's bootstrap replicates (n_boot > 0):
+                                         BEHAVIOUR_BOOT_COLUMNS, one row per resample (the selectivities' draws)
     DIR/<panel>/by-config/<hash>/...     records of other configurations, kept when a different one is asked for
     DIR/<panel>/refined.yaml             revisions added by `circuitdev refine` (sources.refined)
+    DIR/<panel>/ablation_over_training.parquet (+ .json)  the final circuit ablated at every revision
+                                         (sources.ablate; not a record: one table per panel)
+
+The sidecar's "behaviour" block (format 3; `measure.behaviour` defines every value): n, n_prefix, n_boot, boot_seed;
+top1, loss_b, icl_score, each with _lo / _hi (95% percentile intervals over the resamples; null when n_boot = 0 or,
+for icl_score, n_prefix = 0); norm_streams ["embed", "l0", ...] and, one value per stream, norm_pos0, norm_median,
+norm_ratio. New outputs, not configuration: config hashes do not change.
+
+Per revision: `load_revision_table(DIR, panel)` returns one row per probed revision (refined ones included, token
+order) with the columns `records.REVISION_COLUMNS` -- the behaviour block flattened -- then the norms as
+norm_<value>_<stream> (norm_ratio_embed, norm_ratio_l0, ...; `records.revision_norm_columns`), then the
+ablation-over-training columns (`sources.ablate.ABLATION_COLUMNS`) where that table holds the revision; NaN where a
+record has no behaviour (format 1 and 2) or the ablation was not computed.
 
 Which configuration a record holds: `DIR/<panel>/<revision>.parquet` is always the record of the configuration
 asked for last. A run whose `ProbeConfig.config_hash()` differs from the stored sidecar's moves the stored record to
@@ -21,12 +37,13 @@ Integrity: the parquet and the side files are written first (temp file + fsync +
 sidecar holds the sha256 and row count of each. A record is complete only if the sidecar parses, names this panel /
 revision, and every file it lists hashes to the recorded sha256 -- anything else (a crash mid-write, a truncated or
 edited file, a parquet without sidecar) is corrupt and recomputed, never used. A record of other weights than the
-panel's current ones (`sources.weights`) is stale. A record of format 1 (before the null draws were stored) stays
-readable; `probe` refreshes it (`RecordStatus.outdated`).
+panel's current ones (`sources.weights`) is stale. A record of format 1 (before the null draws were stored) or 2
+(before the behaviour) stays readable; `probe` refreshes it (`RecordStatus.outdated`), its per-head files
+byte-identical.
 
 Which function to call: `sources.records.PanelRecords` to read a panel's records (the developmental table, its
-replicates, its null draws); `record_status` / `read_record` for one record; `sources.run.probe_panel` computes
-what is missing.
+replicates, its null draws); `load_revision_table` for the per-revision values; `record_status` / `read_record` for
+one record; `sources.run.probe_panel` computes what is missing.
 """
 
 from __future__ import annotations
@@ -49,8 +66,11 @@ from circuitdev.schema import SEL_COLUMNS
 from circuitdev.sources.panels import Panel, Revision
 from circuitdev.sources.weights import weights_differ
 
-FORMAT = "circuitdev.record/2"  # 2: null draws in their own file, the weights' identity in the sidecar
-READABLE_FORMATS = ("circuitdev.record/1", FORMAT)
+# 2: null draws in their own file, the weights' identity in the sidecar; 3: the revision's behaviour
+FORMAT = "circuitdev.record/3"
+READABLE_FORMATS = ("circuitdev.record/1", "circuitdev.record/2", FORMAT)
+_ADDED_BY = {"circuitdev.record/1": "the null draws, the weights' identity and the behaviour",
+             "circuitdev.record/2": "the behaviour (top-1, loss at B, ICL score, first-position norms)"}
 ARCHIVE = "by-config"
 
 # Columns of a record, in order. The first block is added by the store; the rest come from `probe_model`.
@@ -93,9 +113,10 @@ RECORD_COLUMNS: dict[str, str] = {
 STORE_COLUMNS = ("panel", "revision", "step", "tokens", "tokens_b", "source", "config_hash")
 BOOT_COLUMNS = ("replicate", "layer", "head", *SEL_COLUMNS)  # the replicate file, sorted by (replicate, layer, head)
 NULL_COLUMNS = ("draw", "layer", "head", "sel_null_induction")  # the null file, sorted by (draw, layer, head)
+BEHAVIOUR_BOOT_COLUMNS = ("replicate", "top1", "loss_b", "icl_score")  # the behaviour's replicate file
 REQUIRED_PROBE_COLUMNS = ("layer", "head", *SEL_COLUMNS, "best_class", "classification", "pr")
 # The files of a record beside its parquet: sidecar key -> file suffix. The sidecar lists each one it vouches for.
-SIDE_FILES = {"boot": ".boot.parquet", "nulls": ".nulls.parquet"}
+SIDE_FILES = {"boot": ".boot.parquet", "nulls": ".nulls.parquet", "behaviour_boot": ".behaviour.parquet"}
 
 RecordState = Literal["complete", "missing", "corrupt", "stale"]
 
@@ -189,7 +210,7 @@ def record_status(paths: RecordPaths, *, panel: str, revision: str, config_hash:
         return RecordStatus("stale", other, meta)
     outdated = ""
     if meta["format"] != FORMAT:
-        outdated = f"written by {meta['format']}; {FORMAT} adds the null draws and the weights' identity"
+        outdated = f"written by {meta['format']}; {FORMAT} adds {_ADDED_BY[meta['format']]}"
     return RecordStatus("complete", "", meta, outdated=outdated)
 
 
@@ -291,6 +312,18 @@ def null_table(nulls, table: pd.DataFrame) -> pd.DataFrame:
     return _per_head(nulls, len(table), "null draws", "draw", NULL_COLUMNS[3:])
 
 
+def behaviour_boot_table(replicates) -> pd.DataFrame:
+    """The stored form of the behaviour's replicates (B, 3): one row per resample, BEHAVIOUR_BOOT_COLUMNS."""
+    arr = np.asarray(replicates, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != len(BEHAVIOUR_BOOT_COLUMNS) - 1:
+        raise DataError(f"behaviour replicates of shape {arr.shape} are not "
+                        f"(n_boot, {len(BEHAVIOUR_BOOT_COLUMNS) - 1})")
+    out = pd.DataFrame({"replicate": np.arange(len(arr), dtype=np.int32)})
+    for i, col in enumerate(BEHAVIOUR_BOOT_COLUMNS[1:]):
+        out[col] = arr[:, i]
+    return out
+
+
 def write_record(
     results_dir: str | os.PathLike,
     panel: Panel,
@@ -302,9 +335,11 @@ def write_record(
     replicates=None,
     nulls=None,
     weights: dict | None = None,
+    behaviour=None,
 ) -> RecordPaths:
-    """Store one probe table: parquet first, then the bootstrap `replicates` (B, 6, L, H) and the `nulls` draws
-    (n_nulls, L, H) if given, the sidecar (with the sha256 and rows of each, and the `weights` identity) last."""
+    """Store one probe table: parquet first, then the bootstrap `replicates` (B, 6, L, H), the `nulls` draws
+    (n_nulls, L, H) and the `behaviour`'s replicates (a `measure.behaviour.Behaviour`) if given, the sidecar (with
+    the sha256 and rows of each, the `weights` identity and the behaviour block) last."""
     paths = record_paths(results_dir, panel.name, revision.name)
     stored = record_table(table, panel, revision, config.config_hash())
     data = parquet_bytes(stored)
@@ -312,8 +347,11 @@ def write_record(
         paths.sidecar.unlink()
     write_atomic(paths.parquet, data)
     sides: dict[str, dict] = {}
+    behaviour_reps = behaviour.replicates if behaviour is not None else None
     for key, values, to_table, count in (("boot", replicates, boot_table, "n_boot"),
-                                         ("nulls", nulls, null_table, "n_nulls")):
+                                         ("nulls", nulls, null_table, "n_nulls"),
+                                         ("behaviour_boot", behaviour_reps, lambda v, _: behaviour_boot_table(v),
+                                          "n_boot")):
         if values is None:
             paths.side(key).unlink(missing_ok=True)  # a side file of an earlier run belongs to no record now
             continue
@@ -337,6 +375,7 @@ def write_record(
         "dtype": config.dtype or panel.dtype,
         "weights": weights,
         **(meta or {}),
+        **({"behaviour": behaviour.summary()} if behaviour is not None else {}),
         "parquet": {
             "file": paths.parquet.name,
             "sha256": hashlib.sha256(data).hexdigest(),
@@ -348,6 +387,22 @@ def write_record(
     }
     write_atomic(paths.sidecar, json.dumps(sidecar, indent=2, sort_keys=False, default=_json_default) + "\n")
     return paths
+
+
+def load_revision_table(results_dir: str | os.PathLike | None, panel) -> pd.DataFrame:
+    """One row per probed revision of `panel` (a name, file or Panel; refined revisions included, token order):
+    `records.REVISION_COLUMNS`, the norm columns (`records.revision_norm_columns`) and the ablation-over-training
+    columns (sources.ablate.ABLATION_COLUMNS; NaN where not computed). Revisions without a complete record are left out;
+    a record without behaviour (format 1 / 2) gives NaN.
+
+    Implemented over `sources.records.PanelRecords` (`RecordSet.revision_table`) and `sources.ablate`; imported
+    here at call time because records imports this module (a function-level import keeps a real signature and
+    docstring here, unlike a module `__getattr__`)."""
+    from circuitdev.sources.ablate import with_ablation
+    from circuitdev.sources.records import PanelRecords
+
+    read = PanelRecords.open(results_dir, panel).read(on_missing="skip")
+    return with_ablation(read.revision_table(), read)
 
 
 def _json_default(value):

@@ -1,0 +1,89 @@
+"""`circuitdev ablate`: zero-ablate a panel's final induction circuit -- at its final revision with controls, or at
+every revision (`--over-training`); thin over `circuitdev.sources.run.ablate_final_circuit` and
+`circuitdev.sources.ablate.ablate_over_training`."""
+
+from __future__ import annotations
+
+import argparse
+
+from circuitdev.commands.probe import add_panel_argument, add_results_argument
+
+EPILOG = """\
+examples:
+  circuitdev ablate --panel toy-pythia                      # the final circuit at the final revision, with controls
+  circuitdev ablate --panel toy-pythia --over-training      # ... at every probed revision -> a table per panel
+  circuitdev ablate --panel toy-olmo --over-training --random-groups 20 --out results/
+
+--over-training writes OUT/<panel>/ablation_over_training.parquet (one row per revision: top-1 with nothing, the
+final circuit, matched random groups (same layers) and random groups (any layer) ablated, Wilson intervals) and its
+sidecar (.json: the circuit, the groups and their seeds, what each row measured). It resumes after an interruption
+and recomputes rows whose record, circuit or configuration changed; `store.load_revision_table` merges it. The
+panel's records must be complete (`circuitdev probe` first). The circuit: heads with induction selectivity >=
+--threshold (default: the records' induction_threshold, the paper's 50x) at the last revision in token order.
+exit status: 0 success, 2 a user error (unknown panel, missing records, model unavailable), 130 interrupted.
+"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "ablate", help="zero-ablate the final induction circuit (final revision, or --over-training)",
+        description="Causal check of the final induction circuit: top-1 at the query with the circuit zero-ablated, "
+        "against matched random controls, on the records' own induction batch.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_panel_argument(p)
+    p.add_argument("--over-training", action="store_true",
+                   help="ablate the final circuit at every probed revision and store the table (resumable)")
+    p.add_argument("--random-groups", type=int, default=None, metavar="G",
+                   help="distinct random groups per control (default 10 with --over-training; the final-revision "
+                   "suite uses the paper's one seed unless given)")
+    p.add_argument("--threshold", type=float, default=None, metavar="X",
+                   help="induction selectivity of the circuit (default: the records' induction_threshold)")
+    add_results_argument(p)
+    p.add_argument("--batch-size", type=int, metavar="B", help="sequences per forward pass (speed only)")
+    p.add_argument("--device", metavar="D", help="auto (default), cpu, cuda, cuda:1, mps")
+    p.add_argument("--force", action="store_true", help="recompute every row (--over-training)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import pandas as pd
+
+    from circuitdev.errors import ConfigError
+    from circuitdev.paths import results_dir as default_results_dir
+    from circuitdev.sources.panels import load_panel
+
+    out = args.out or default_results_dir()
+    panel = load_panel(args.panel, results_dir=out)  # with the revisions `circuitdev refine` added
+    if args.random_groups is not None and args.random_groups < 1:
+        raise ConfigError(f"--random-groups must be >= 1, got {args.random_groups}")
+    if args.over_training:
+        from circuitdev.sources.ablate import DEFAULT_RANDOM_GROUPS, ablate_over_training
+
+        print(f"ablate {panel.name} over training: {len(panel.revisions)} revision(s) -> {out}")
+        run_ = ablate_over_training(panel, results_dir=out, n_random=args.random_groups or DEFAULT_RANDOM_GROUPS,
+                                    threshold=args.threshold, batch_size=args.batch_size, device=args.device,
+                                    force=args.force, progress=not args.no_progress, log=print)
+        meta = run_.sidecar
+        print(f"circuit at {meta['final_revision']} (induction >= {meta['threshold']:g}x): "
+              f"{' '.join(meta['circuit']) or 'none'}")
+        cols = ["revision", "baseline_top1", "ablated_top1", "top1_drop", "random_top1", "random_any_top1"]
+        with pd.option_context("display.width", 160, "display.max_rows", 500):
+            print(run_.table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(f"done: {len(run_.computed)} computed, {len(run_.kept)} kept -> {run_.paths.parquet}")
+        return 0
+    from circuitdev.schema import MATCHED_RANDOM_SEED
+    from circuitdev.sources.records import PanelRecords
+    from circuitdev.sources.run import ablate_final_circuit
+    from circuitdev.schema import INDUCTION_THRESHOLD
+
+    read = PanelRecords.open(out, panel).read()
+    seeds = tuple(range(MATCHED_RANDOM_SEED, MATCHED_RANDOM_SEED + (args.random_groups or 1)))
+    threshold = args.threshold or read.config.get("induction_threshold", INDUCTION_THRESHOLD)
+    table, why = ablate_final_circuit(panel, read.table, config=read.config, threshold=threshold, seeds=seeds,
+                                      batch_size=args.batch_size or 8, device=args.device)
+    if table is None:
+        print(f"{panel.name}: {why}")
+        return 0
+    print(table.drop(columns=["label"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0

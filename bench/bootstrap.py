@@ -49,12 +49,11 @@ def main() -> None:
     for round_ in range(args.repeats):
         for name, config in variants.items():
             t0, c0 = time.perf_counter(), time.process_time()
-            table = probe_model(model, config, progress=False)
+            timings = probe_model(model, config, progress=False).timings
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            runs[name].append({"wall_s": wall, "cpu_s": cpu, **table.attrs["timings"]})
+            runs[name].append({"wall_s": wall, "cpu_s": cpu, **timings})
             print(f"  round {round_ + 1} {name}: {wall:.1f}s wall, {cpu:.1f}s CPU "
-                  f"(capture {table.attrs['timings']['capture_s']:.1f}s, "
-                  f"bootstrap {table.attrs['timings'].get('boot_s', 0.0):.2f}s)", flush=True)
+                  f"(capture {timings['capture_s']:.1f}s, bootstrap {timings.get('boot_s', 0.0):.2f}s)", flush=True)
     best = {k: min(v, key=lambda r: r["cpu_s"]) for k, v in runs.items()}
     off, on = best["n_boot=0"], best[f"n_boot={args.n_boot}"]
     print(f"\nPythia-160M shape (12 x 12 heads, d_model 768), N={args.n}, T={args.seq_len}, "

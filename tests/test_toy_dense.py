@@ -54,3 +54,10 @@ def test_seeds_train_replicas_under_their_own_names(tmp_path, capsys):
     assert s0.revision_names == s1.revision_names == ["step0", "step6"]
     assert weights(tmp_path / "toy" / "toy-pythia" / "step6") != weights(tmp_path / "toy" / "toy-pythia-s1" / "step6")
     assert main([*args, "--seed", "2"]) == 2  # --seed and --seeds together: a user error
+
+
+def test_negative_seeds_are_refused_before_any_training(tmp_path, capsys):
+    for bad in (["--seeds", "0", "-1"], ["--seed", "-3"]):
+        assert main(["toy", "train", "--family", "gpt_neox", *bad, "--data-dir", str(tmp_path), "--no-progress"]) == 2
+        assert "training seeds are >= 0" in capsys.readouterr().err
+    assert not (tmp_path / "toy").exists()  # refused before anything was written

@@ -90,6 +90,9 @@ def _train(args) -> int:
     families = tuple(args.family or FAMILIES)
     if args.seeds and args.seed is not None:
         raise ConfigError("give --seed (one recipe seed, the usual panel names) or --seeds (replicas), not both")
+    bad = [s for s in [*(args.seeds or []), *([args.seed] if args.seed is not None else [])] if s < 0]
+    if bad:
+        raise ConfigError(f"training seeds are >= 0 (seed 0 keeps the panels' usual names), got {bad}")
     recipes = [recipe.replace(seed=s, panel_suffix=recipe.panel_suffix + (f"-s{s}" if s else ""))
                for s in dict.fromkeys(args.seeds)] if args.seeds else [recipe]
     if args.threads is not None and args.threads < 1:

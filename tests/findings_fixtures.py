@@ -1,4 +1,4 @@
-"""What the per-finding tests (tests/test_f*.py, test_sensitivity_findings.py, ...) share.
+"""What the per-finding tests (tests/test_f*.py, test_sensitivity.py, test_refinement.py, test_plots.py) share.
 
 - fixture `dev`: the synthetic published fixture (published_fixtures.py, answers worked out by hand) as a
   developmental table; import it together with `published_fixture`, which it reads:

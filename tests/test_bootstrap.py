@@ -207,7 +207,7 @@ def test_replicates_round_trip_and_recall_bands():
 
 
 def test_pr_lead_intervals_re_decide_formation_on_the_same_heads():
-    from circuitdev.analysis import pr_lead
+    from circuitdev.analysis.findings import f5_pr_lead as pr_lead
 
     dev, boot = dev_and_boot({(1, 0): [1.0, 30.5, 40.0]}, {(1, 0): 0.1})
     dev = dev.assign(pr=1.0 + 4.0 * dev["step"])  # PR rises from the first revision on

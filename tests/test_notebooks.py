@@ -1,7 +1,7 @@
 """The page layer: parameter checks (unknown / ill-typed parameters fail at the top, naming them), tiers with absent
-data (notes, never exceptions), provenance, glue that equals the findings, figures that draw their input, the
-notebook sources themselves (thin, documented), and a page re-run at another threshold that still states the
-paper's 30x."""
+data (notes, never exceptions), provenance, glue that equals the findings, figures shown as numbered MyST figures
+(what each figure draws is tested beside its finding: tests/test_f*.py, test_plots.py), the notebook sources
+themselves (thin, documented), and a page re-run at another threshold that still states the paper's 30x."""
 
 from __future__ import annotations
 
@@ -16,12 +16,9 @@ import matplotlib
 
 matplotlib.use("agg")
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 
-from circuitdev.analysis import findings, pr_lead  # noqa: E402
+from circuitdev.analysis import findings  # noqa: E402
 from circuitdev.analysis.claims import claim_values, paper_noise_floor  # noqa: E402
 from circuitdev.book import display, plots  # noqa: E402
 from circuitdev.book.build import BuildFolders  # noqa: E402
@@ -30,9 +27,9 @@ from circuitdev.book.parameters import (BUILD_PARAMETERS, check_bounds, check_na
                                         check_parameters, read_parameters)
 from circuitdev.book.sweep import glued_values  # noqa: E402
 from circuitdev.book.model_page import ModelPage  # noqa: E402
-from circuitdev.book.tiers import Tier, Tiers, load_tiers  # noqa: E402
+from circuitdev.book.tiers import load_tiers  # noqa: E402
 from circuitdev.errors import ConfigError  # noqa: E402
-from circuitdev.schema import HEAD_CLASSES, sel_column  # noqa: E402
+from circuitdev.schema import HEAD_CLASSES  # noqa: E402
 from conftest import PUBLISHED  # noqa: E402
 from published_fixtures import write_published  # noqa: E402
 
@@ -229,24 +226,6 @@ def test_unknown_and_ill_typed_parameters_stop_a_page_at_the_top(tmp_path):
 # ------------------------------------------------------------------------------------------------------- tiers
 
 
-def dev_table(panel: str, revisions: int = 4, layers: int = 4, heads: int = 4, source: str = "toy",
-              seed: int = 0) -> pd.DataFrame:
-    """A synthetic developmental table in which sinks grow in layers >= 2 and one induction head forms."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for r in range(revisions):
-        for layer in range(layers):
-            for head in range(heads):
-                sel = {sel_column(c): float(rng.uniform(0.5, 2.0)) for c in HEAD_CLASSES}
-                if layer >= 2 and head <= r:
-                    sel["sel_first_token"] = 40.0 + 10 * r
-                if (layer, head) == (1, 0):
-                    sel["sel_induction"] = 20.0 * (r + 1)
-                rows.append({"panel": panel, "revision": f"step{r}", "tokens_b": (r + 1) * 1e-3, "step": r,
-                             "layer": layer, "head": head, **sel, "pr": 1.0 + r + head, "source": source})
-    return pd.DataFrame(rows)
-
-
 def test_load_tiers_with_nothing_gives_notes_not_errors(tmp_path):
     tiers = load_tiers(published_dir=None, results_dir=tmp_path)
     assert [t.name for t in tiers] == ["published", "toy", "measured"]
@@ -322,59 +301,6 @@ def test_claimed_values_and_milestone_text():
 
 
 # ------------------------------------------------------------------------------------------------------ figures
-
-
-def tiered(*tables: tuple[str, pd.DataFrame]) -> Tiers:
-    return Tiers({name: Tier(name, t, configs={p: "abc" for p in t["panel"].unique()}) for name, t in tables})
-
-
-def test_figures_draw_their_input():
-    """The plotted data are the findings' numbers: line y-values, heat-map cells, recall points."""
-    tiers = tiered(("toy", dev_table("toy-a")), ("measured", dev_table("real-b", seed=1, source="probe")))
-    frac = tiers.apply(findings.bos_fraction)
-    fig = plots.bos_fraction_lines(frac)
-    for ax, tier in zip(fig.axes, ["toy", "measured"]):
-        want = frac[frac["tier"] == tier]
-        ys = np.concatenate([line.get_ydata() for line in ax.get_lines() if len(line.get_ydata()) > 1])
-        assert np.allclose(np.sort(ys), np.sort(100 * want["bos_fraction"].to_numpy()))
-    layers = tiers.apply(findings.layer_counts)
-    fig = plots.bos_layer_heatmaps(layers)
-    grid = fig.axes[0].images[0].get_array()
-    want = layers[layers["tier"] == "toy"].pivot(index="layer", columns="revision_index", values="n").to_numpy()
-    assert np.array_equal(np.asarray(grid), want)
-    recall = tiers.apply(findings.circuit_recall)
-    fig = plots.recall_curves(recall)
-    ys = np.concatenate([line.get_ydata() for ax in fig.axes for line in ax.get_lines() if len(line.get_ydata()) > 2])
-    assert set(np.round(ys, 6)) >= set(np.round(100 * recall["recall"].dropna().to_numpy(), 6))
-
-
-def test_every_figure_has_a_title_and_says_when_empty():
-    tiers = tiered(("toy", dev_table("toy-a")), ("measured", dev_table("real-b", seed=1, source="probe")))
-    ms = tiers.apply(findings.milestones)
-    gaps = tiers.apply(lambda d: findings.milestone_gap(findings.milestones(d), start="induction_3_heads",
-                                                        end="bos_10pct"))
-    traj = tiers.apply(pr_lead.head_trajectories)
-    sens = tiers.apply(findings.threshold_sensitivity, final_only=True)
-    counts = pd.concat([findings.layer_counts(dev_table("x"), head_class=c).assign(head_class=c)
-                        for c in HEAD_CLASSES])
-    nulls = pd.DataFrame({"tier": "toy", "panel": "toy-a", "tokens_b": [0.0, 1e-3], "null_p99": [1.1, 1.2],
-                          "null_max": [2.0, 3.0], "real_max": [5.0, 60.0]})
-    ab = pd.DataFrame({"condition": ["baseline", "screen", "matched_random", "matched_random", "upper_bound"],
-                       "n_ablated": [0, 1, 1, 1, 4], "acc_top1": [0.5, 0.1, 0.45, 0.5, 0.0]})
-    figures = [plots.milestone_timeline(ms, gaps), plots.pr_selectivity(traj), plots.threshold_sensitivity(sens),
-               plots.class_count_heatmaps(counts, title="t"), plots.noise_floor(nulls),
-               plots.ablation_bars(ab, title="t"), plots.batch_layout(30, 64, [5, 9, 40])]
-    for fig in figures:
-        assert isinstance(fig, Figure) and fig.axes
-        assert all(ax.get_title() or fig._suptitle for ax in fig.axes if ax.axison)
-    bars = [p.get_height() for p in figures[5].axes[0].patches]
-    assert sorted(np.round(bars, 4)) == sorted(np.round([50.0, 10.0, 47.5, 0.0], 4))  # matched random: mean
-    empty = pd.DataFrame(columns=["tier", "panel"])
-    for fn in (plots.bos_fraction_lines, plots.recall_curves, plots.pr_selectivity, plots.bos_layer_heatmaps,
-               plots.threshold_sensitivity, plots.noise_floor, plots.audit_status):
-        fig = fn(empty)
-        assert not fig.axes[0].axison and fig.axes[0].texts, f"{fn.__name__}: a placeholder says why"
-    assert plots.milestone_timeline(empty).axes[0].texts
 
 
 def test_show_figure_emits_a_numbered_myst_figure_and_an_html_twin(monkeypatch):

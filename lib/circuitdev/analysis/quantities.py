@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import findings as F
-from circuitdev.analysis import pr_lead as P
+from circuitdev.analysis.findings import f5_pr_lead as P
 from circuitdev.errors import ConfigError
 from circuitdev.schema import sel_column
 from circuitdev.sources.published import PublishedData, tokens_b_for_step

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from circuitdev.analysis import findings as F
-from circuitdev.analysis import pr_lead as P
+from circuitdev.analysis.findings import f5_pr_lead as P
 from circuitdev.analysis.audit import AUDIT_COLUMNS, UNVERIFIED_COLUMNS, run_audit
 from circuitdev.atomic import write_atomic
 from circuitdev.schema import SEL_COLUMNS

@@ -12,7 +12,7 @@ Only functions and type aliases are imported there (see `parameters.check_namesp
 
 from __future__ import annotations
 
-from circuitdev.analysis.pr_lead import ElevationRule
+from circuitdev.analysis.findings import ElevationRule
 from circuitdev.book.chapter import Chapter, chapter, value_of
 from circuitdev.book.display import fmt_interval, fmt_pct, fmt_tokens, fmt_tokens_b, with_interval_text
 from circuitdev.book.model_page import ModelPage, ModelSource

@@ -1,0 +1,85 @@
+"""The paper's findings F1-F6, a threshold sensitivity and the refinement metrics, as pure functions over a
+developmental table; one module per finding, as the book has one page per finding:
+
+    f1_floor        layer_counts, floor_check, floor_summary, floor_margin, floor_verdict
+    f2_shapes       bos_fraction, trajectory_shape
+    f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap
+    f4_convergence  circuit_recall, recall_milestones
+    f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated
+    f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
+    sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity, transition_range
+    refinement      REVISION_METRICS, revision_metric, event_window, window_comparison, milestone_window_comparison,
+                    PanelView (the refinement page's view of one record panel)
+    seeds           SEED_SUFFIX, seed_of, seed_spread
+    basics          BOS, EPS (what they share; the table basics are `analysis.devtable`)
+
+Every public name is importable from here (`from circuitdev.analysis import findings; findings.bos_fraction`), so
+a page needs only this package; to add a finding, add its module and list its names below.
+
+Input is the developmental table of schema.py (one row per panel, revision, layer, head) from any source: the
+published files (`circuitdev.sources.published`), our probe store, or the toy panel. Outputs are tidy DataFrames, one row per
+(panel, revision, ...), with revisions in token order and `token_fraction` = tokens_b / the panel's final tokens_b
+(the paper's training-fraction denominators, method reference §6).
+
+Defaults reproduce the paper exactly (method reference §2, §6):
+- counting rule "per-class": a head counts for class c at threshold tau iff sel_c >= tau, WHATEVER its best class.
+  This is what every developmental table and figure of the paper uses (method reference §2: a head whose best class is
+  induction still counts as BOS-class when its first-token selectivity passes 30x). Use "best-class" (sel_c >= tau
+  AND c is the head's argmax class) to ask how many heads are *primarily* of class c, as the repository README does.
+- thresholds: 30x for BOS (first-token) counts, previous-token / self milestone counts; 50x for the induction
+  circuit and induction milestones; 100x for previous-token formation in F5.
+
+Intervals (issue 14): F1-F5 accept `boot=`, the bootstrap replicates of the table's records
+(`sources.records.RecordSet.boot`), and then add `<column>_lo` / `<column>_hi` (95%, from the same resamples for
+every head: `analysis.uncertainty`); without it (the published tier has no per-sequence data) their output is
+exactly the paper's computation. `floor_verdict` states F1 per panel as holds / fails / within noise.
+"""
+
+from __future__ import annotations
+
+# the table basics a page uses beside the findings, importable from here too
+from circuitdev.analysis.devtable import (final_circuit, head_counts, head_mask, head_name, reuse_indexes,
+                                          revisions)
+from circuitdev.analysis.findings.basics import BOS, EPS
+from circuitdev.analysis.findings.f1_floor import (VERDICTS, floor_check, floor_margin, floor_summary, floor_verdict,
+                                                   layer_counts)
+from circuitdev.analysis.findings.f2_shapes import bos_fraction, trajectory_shape
+from circuitdev.analysis.findings.f3_milestones import (FIG1B_MILESTONES, MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES,
+                                                        Milestone, milestone, milestone_gap, milestones)
+from circuitdev.analysis.findings.f4_convergence import circuit_recall, recall_milestones
+from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, PR_SIGNAL_FLOOR,
+                                                     ElevationRule, PanelHeads, head_trajectories, lead_summary,
+                                                     parse_head, pr_elevated, pr_features, pr_lead,
+                                                     pr_lead_sensitivity)
+from circuitdev.analysis.findings.f6_noise_floor import NULL_COLUMNS, noise_floor, null_statistics
+from circuitdev.analysis.findings.refinement import (REVISION_METRICS, PanelView, event_window,
+                                                     milestone_window_comparison, revision_metric, window_comparison)
+from circuitdev.analysis.findings.seeds import SEED_SUFFIX, seed_of, seed_spread
+from circuitdev.analysis.findings.sensitivity import (SENSITIVITY_THRESHOLDS, shape_sensitivity, threshold_sensitivity,
+                                                      transition_range)
+
+__all__ = [
+    # table basics (analysis.devtable) and what the findings share
+    "final_circuit", "head_counts", "head_mask", "head_name", "reuse_indexes", "revisions", "BOS", "EPS",
+    # F1
+    "VERDICTS", "layer_counts", "floor_check", "floor_summary", "floor_margin", "floor_verdict",
+    # F2
+    "bos_fraction", "trajectory_shape",
+    # F3
+    "Milestone", "PAPER_MILESTONES", "FIG1B_MILESTONES", "MILESTONE_WINDOW_COLUMNS", "milestone", "milestones",
+    "milestone_gap",
+    # F4
+    "circuit_recall", "recall_milestones",
+    # F5
+    "ElevationRule", "PanelHeads", "FORMATION_THRESHOLDS", "PR_SIGNAL_FLOOR", "DEFAULT_ELEVATION_GRID", "parse_head",
+    "head_trajectories", "pr_elevated", "pr_lead", "lead_summary", "pr_lead_sensitivity", "pr_features",
+    # F6
+    "NULL_COLUMNS", "null_statistics", "noise_floor",
+    # sensitivity
+    "SENSITIVITY_THRESHOLDS", "threshold_sensitivity", "shape_sensitivity", "transition_range",
+    # refinement
+    "REVISION_METRICS", "revision_metric", "event_window", "window_comparison", "milestone_window_comparison",
+    "PanelView",
+    # seed replicas
+    "SEED_SUFFIX", "seed_of", "seed_spread",
+]

@@ -1,0 +1,243 @@
+"""F5: the participation ratio rises before a head passes its class threshold (method reference §3, §6).
+
+Per-head PR and selectivity trajectories of a final-revision circuit (`head_trajectories`), the formation and PR
+elevation revision of each head and the lead between them (`pr_lead`, over a grid of definitions of "elevated":
+`pr_lead_sensitivity`), and the authors' static PR features (`pr_features`). Pure functions over a developmental
+table that carries a `pr` column.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from circuitdev.analysis.devtable import final_circuit, head_name, index, panel_order, require, revisions
+from circuitdev.errors import ConfigError
+from circuitdev.schema import BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, sel_column
+
+ElevationRule = Literal["fraction-of-peak", "ratio-to-start", "above-level"]
+# Formation thresholds (method reference §6 `formation_idx`): induction 50, previous-token 100, first-token 30.
+FORMATION_THRESHOLDS: dict[str, float] = {"induction": INDUCTION_THRESHOLD, "previous-token": PREV_TOKEN_THRESHOLD,
+                                          "first-token": BOS_THRESHOLD}
+PR_SIGNAL_FLOOR = 1e-3  # the plotted PR signal is max(PR - 1, 1e-3) (log axis)
+
+
+# {panel: [heads]}, a head written "L4H4", "L4_H4" or (4, 4): the heads a trajectory follows
+PanelHeads = Mapping[str, Sequence["str | tuple[int, int]"]]
+
+
+def parse_head(name) -> tuple[int, int]:
+    if isinstance(name, (tuple, list)):
+        return int(name[0]), int(name[1])
+    text = str(name).upper().replace("_", "")
+    try:
+        layer, head = text.removeprefix("L").split("H")
+        return int(layer), int(head)
+    except ValueError as err:
+        raise ConfigError(f"head {name!r}: write heads as 'L4H4', 'L4_H4' or (4, 4)") from err
+
+
+def _select_heads(dev: pd.DataFrame, heads: PanelHeads | None, head_class: str, threshold: float) -> pd.DataFrame:
+    """panel, layer, head of the heads to follow: `heads` per panel, or the final-revision circuit."""
+    if heads is None:
+        return final_circuit(dev, head_class=head_class, threshold=threshold)[["panel", "layer", "head"]]
+    rows = [(p, *parse_head(h)) for p, hs in heads.items() for h in hs]
+    return pd.DataFrame(rows, columns=["panel", "layer", "head"])
+
+
+def head_trajectories(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float | None = None,
+                      heads: PanelHeads | None = None) -> pd.DataFrame:
+    """F5: per-head PR and selectivity at every revision for the final circuit heads (or `heads`).
+
+    threshold defaults to the class's formation threshold (FORMATION_THRESHOLDS). Columns: panel, layer, head, name,
+    revision, revision_index, tokens_b, token_fraction, pr, pr_signal = max(PR - 1, 1e-3) (the paper's plotted
+    signal), selectivity, formed (selectivity >= threshold)."""
+    threshold = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
+    require(dev, ["pr", sel_column(head_class)], "head_trajectories")
+    chosen = _select_heads(dev, heads, head_class, threshold)
+    rows = dev.merge(chosen, on=["panel", "layer", "head"])
+    rows = rows.merge(revisions(dev)[["panel", "revision", "revision_index", "token_fraction"]],
+                      on=["panel", "revision"])
+    out = rows[["panel", "layer", "head", "revision", "revision_index", "tokens_b", "token_fraction", "pr"]].copy()
+    out.insert(3, "name", [head_name(l, h) for l, h in zip(out["layer"], out["head"])])
+    out["pr_signal"] = np.maximum(out["pr"] - 1, PR_SIGNAL_FLOOR)
+    out["selectivity"] = rows[sel_column(head_class)].to_numpy()
+    out["formed"] = out["selectivity"] >= threshold
+    return out.assign(_p=out["panel"].map(panel_order(dev))) \
+        .sort_values(["_p", "layer", "head", "revision_index"], kind="stable").drop(columns="_p").reset_index(drop=True)
+
+
+def pr_elevated(pr: np.ndarray, *, rule: ElevationRule = "fraction-of-peak", level: float = 0.5) -> np.ndarray:
+    """Where a head's PR counts as "elevated" (along the last axis = revisions in token order). The paper gives no
+    definition, so it is a parameter:
+
+    - "fraction-of-peak" (default): PR - 1 >= level * max_t(PR - 1). Scale-free and works whatever PR the first
+      checkpoint starts at (OLMoE's panel starts at 20B); level=0.5 = "half-way up its own peak".
+    - "ratio-to-start": PR >= level * PR at the first revision. Use for panels that start at initialisation
+      (Pythia step1), where the first PR is a clean baseline; misleading when the first revision is already trained.
+    - "above-level": PR >= level (absolute). Use with a null-PR calibration (e.g. the null p99 of random tokens).
+    NaN PR never counts as elevated."""
+    pr = np.asarray(pr, dtype=float)
+    with np.errstate(invalid="ignore"):
+        if rule == "fraction-of-peak":
+            signal = np.maximum(pr - 1, 0)
+            peak = np.nanmax(np.where(np.isnan(signal), -np.inf, signal), axis=-1, keepdims=True)
+            return (signal >= level * peak) & (peak > 0)
+        if rule == "ratio-to-start":
+            return pr >= level * pr[..., :1]
+        if rule == "above-level":
+            return pr >= level
+    raise ConfigError(f"elevation rule must be one of fraction-of-peak, ratio-to-start, above-level; got {rule!r}")
+
+
+def _panel_matrices(dev: pd.DataFrame, columns: Sequence[str]):
+    """Per panel: (panel, its revisions in token order, layer and head of each of its heads, {column: heads x
+    revisions matrix}), NaN where a head has no row. The vectorised form of per-head trajectories."""
+    ix = index(dev)
+    layer, head = dev["layer"].to_numpy(dtype=np.int64), dev["head"].to_numpy(dtype=np.int64)
+    values = {c: dev[c].to_numpy(dtype=float) for c in columns}
+    for panel, idx in ix.panels():
+        rows = np.flatnonzero((ix.codes >= idx[0]) & (ix.codes <= idx[-1]))  # a panel's revisions are contiguous
+        keys, row_head = np.unique(layer[rows] * 10**4 + head[rows], return_inverse=True)
+        mats = {}
+        for c in columns:
+            m = np.full((len(keys), len(idx)), np.nan)
+            m[row_head, ix.codes[rows] - idx[0]] = values[c][rows]
+            mats[c] = m
+        revs = {c: v[idx] for c, v in ix.cols.items()}
+        yield panel, revs, keys // 10**4, keys % 10**4, mats
+
+
+def _nullable(values: np.ndarray, ok: np.ndarray) -> pd.array:
+    """Integers with <NA> where `ok` is False (a head that never forms / never elevates)."""
+    return pd.array([int(v) if k else None for v, k in zip(values, ok)], dtype="Int64")
+
+
+def _first_true(mask: np.ndarray) -> np.ndarray:
+    """Index of the first True along the last axis, -1 where there is none."""
+    return np.where(mask.any(axis=-1), mask.argmax(axis=-1), -1)
+
+
+def pr_lead(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float | None = None,
+            heads: PanelHeads | None = None, rule: ElevationRule = "fraction-of-peak",
+            level: float = 0.5, boot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """F5 lead: how many checkpoints PR becomes elevated before the head forms.
+
+    With `boot` (the records' bootstrap replicates) also formation_index_lo / _hi and lead_checkpoints_lo / _hi:
+    the heads are fixed to those the data select, their formation is re-decided on every replicate (PR is not
+    resampled); replicates in which a head never forms are left out of its interval.
+
+    formation = first revision with selectivity >= threshold (class default: induction 50, previous-token 100,
+    first-token 30). elevation = first revision where `pr_elevated(rule, level)` holds. lead_checkpoints =
+    formation_index - elevation_index (positive: PR leads; 0: together; negative: PR lags); lead_token_ratio =
+    formation tokens / elevation tokens. Heads that never form or never elevate get NaN leads. Heads default to
+    the final-revision circuit of the class at the threshold.
+    Columns: panel, layer, head, name, head_class, formation_revision, formation_index, formation_tokens_b,
+    elevation_revision, elevation_index, elevation_tokens_b, lead_checkpoints, lead_token_ratio, rule, level."""
+    if boot is not None:
+        from circuitdev.analysis import uncertainty
+
+        tau = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
+        chosen = _select_heads(dev, heads, head_class, tau)
+        fixed = {p: [(int(l), int(h)) for l, h in zip(g["layer"], g["head"])] for p, g in chosen.groupby("panel")}
+        return uncertainty.with_intervals(dev, boot, lambda d: pr_lead(
+            d, head_class=head_class, threshold=tau, heads=fixed, rule=rule, level=level),
+            columns=["formation_index", "lead_checkpoints"])
+    return _leads(dev, head_class=head_class, threshold=threshold, heads=heads, settings=[(rule, level)])
+
+
+_LEAD_COLUMNS = ["panel", "layer", "head", "name", "head_class", "formation_revision", "formation_index",
+                 "formation_tokens_b", "elevation_revision", "elevation_index", "elevation_tokens_b",
+                 "lead_checkpoints", "lead_token_ratio", "rule", "level"]
+
+
+def _leads(dev: pd.DataFrame, *, head_class: str, threshold: float | None, heads: PanelHeads | None,
+           settings: Sequence[tuple[str, float]]) -> pd.DataFrame:
+    """pr_lead for several (rule, level) settings, building the per-panel matrices once."""
+    threshold = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
+    require(dev, ["pr", sel_column(head_class)], "pr_lead")
+    chosen = _select_heads(dev, heads, head_class, threshold)
+    frames = []
+    for panel, revs, layers, hs, mats in _panel_matrices(dev, [sel_column(head_class), "pr"]):
+        want = chosen[chosen["panel"] == panel]
+        keep = np.isin(layers * 10**4 + hs, want["layer"].to_numpy() * 10**4 + want["head"].to_numpy())
+        if not keep.any():
+            continue
+        tokens, labels = revs["tokens_b"], revs["revision"]
+        pick = lambda arr, i: np.where(i >= 0, arr[np.maximum(i, 0)], None)  # noqa: E731
+        f = _first_true(mats[sel_column(head_class)][keep] >= threshold)
+        ft = np.where(f >= 0, tokens[np.maximum(f, 0)], np.nan)
+        base = {"panel": panel, "layer": layers[keep], "head": hs[keep],
+                "name": [head_name(l, h) for l, h in zip(layers[keep], hs[keep])], "head_class": head_class,
+                "formation_revision": pick(labels, f), "formation_index": _nullable(f, f >= 0),
+                "formation_tokens_b": ft}
+        for rule, level in settings:
+            e = _first_true(pr_elevated(mats["pr"][keep], rule=rule, level=level))
+            et = np.where(e >= 0, tokens[np.maximum(e, 0)], np.nan)
+            both = (f >= 0) & (e >= 0)
+            frames.append(pd.DataFrame({
+                **base, "elevation_revision": pick(labels, e), "elevation_index": _nullable(e, e >= 0),
+                "elevation_tokens_b": et, "lead_checkpoints": _nullable(f - e, both),
+                "lead_token_ratio": np.where(both & (et > 0), ft / np.where(et > 0, et, 1), np.nan),
+                "rule": rule, "level": level}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_LEAD_COLUMNS)
+
+
+def lead_summary(leads: pd.DataFrame) -> pd.DataFrame:
+    """Per model and class (and tier, when the rows carry one): heads followed, heads that formed, and the median /
+    min / max lead in checkpoints of a `pr_lead` table."""
+    keys = [c for c in ("tier", "panel", "head_class") if c in leads.columns]
+    columns = [*keys, "heads", "formed", "median_lead", "min_lead", "max_lead"]
+    if leads.empty or "lead_checkpoints" not in leads.columns:
+        return pd.DataFrame(columns=columns)
+    out = leads.groupby(keys, sort=False).agg(
+        heads=("name", "size"), formed=("formation_index", "count"), median_lead=("lead_checkpoints", "median"),
+        min_lead=("lead_checkpoints", "min"), max_lead=("lead_checkpoints", "max")).reset_index()
+    return out[columns]
+
+
+DEFAULT_ELEVATION_GRID: dict[str, tuple[float, ...]] = {
+    "fraction-of-peak": (0.1, 0.25, 0.5, 0.75, 0.9),
+    "ratio-to-start": (1.5, 2.0, 5.0, 10.0),
+}
+
+
+def pr_lead_sensitivity(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float | None = None,
+                        heads: PanelHeads | None = None,
+                        grid: Mapping[str, Sequence[float]] = DEFAULT_ELEVATION_GRID) -> pd.DataFrame:
+    """F5 sensitivity: `pr_lead` over every (rule, level) of `grid`, stacked (columns of pr_lead)."""
+    settings = [(rule, float(lv)) for rule, levels in grid.items() for lv in levels]
+    out = _leads(dev, head_class=head_class, threshold=threshold, heads=heads, settings=settings)
+    order = {s: i for i, s in enumerate(settings)}
+    return out.assign(_s=[order[s] for s in zip(out["rule"], out["level"])]).sort_values(
+        "_s", kind="stable").drop(columns="_s").reset_index(drop=True)
+
+
+def pr_features(dev: pd.DataFrame) -> pd.DataFrame:
+    """The authors' static PR features per head (method reference §3), over the revisions with a known PR:
+    integral = trapezoid(max(PR - 1, 0), ln(max(tokens_b, 1))) (so revisions below 1B tokens add nothing),
+    spread = max - min PR, final_pr, max_pr, min_pr. Heads without any PR are left out."""
+    require(dev, ["pr"], "pr_features")
+    frames = []
+    for panel, revs, layers, hs, mats in _panel_matrices(dev, ["pr"]):
+        known = ~np.isnan(mats["pr"]).all(axis=1)
+        if not known.any():
+            continue
+        pr, layers, hs = mats["pr"][known], layers[known], hs[known]
+        x = np.log(np.maximum(revs["tokens_b"], 1.0))
+        integral, last = np.empty(len(pr)), np.empty(len(pr))
+        for i, row in enumerate(pr):  # per head: skip revisions without a PR
+            ok = ~np.isnan(row)
+            y = np.maximum(row[ok] - 1, 0)
+            integral[i] = float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x[ok])))
+            last[i] = row[ok][-1]
+        frames.append(pd.DataFrame({
+            "panel": panel, "layer": layers, "head": hs, "name": [head_name(l, h) for l, h in zip(layers, hs)],
+            "integral": integral, "spread": np.nanmax(pr, axis=1) - np.nanmin(pr, axis=1), "final_pr": last,
+            "max_pr": np.nanmax(pr, axis=1), "min_pr": np.nanmin(pr, axis=1)}))
+    columns = ["panel", "layer", "head", "name", "integral", "spread", "final_pr", "max_pr", "min_pr"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+

@@ -1,0 +1,45 @@
+"""The book's figures: seaborn / matplotlib, one message each, titled, axes labelled with units; one module per page
+on shared basics (`axes`: token axes, colours, placeholders, bands, tier columns, titles, heat maps):
+
+    f1_floor        bos_layer_heatmaps, floor_margin
+    f2_shapes       bos_fraction_lines
+    f3_milestones   milestone_timeline
+    f4_convergence  recall_curves
+    f5_pr_lead      pr_selectivity (also on the one-model page)
+    f6_noise_floor  noise_floor
+    sensitivity     threshold_sensitivity
+    refinement      refined_trajectory
+    model           class_count_heatmaps, ablation_bars (the one-model page)
+    method          batch_layout
+    audit           audit_status
+
+Every function takes a tidy table from `circuitdev.analysis` (plus a `tier` column, see `book.tiers.Tiers.apply`)
+and returns a matplotlib Figure; none of them computes a finding. Every figure is importable from here
+(`from circuitdev.book import plots; plots.bos_fraction_lines`); the conventions they share are in `axes`.
+"""
+
+from __future__ import annotations
+
+from circuitdev.book.plots.audit import audit_status
+from circuitdev.book.plots.axes import (TIER_TITLES, TOKENS_LABEL, TokenAxis, palette, panel_color, placeholder,
+                                        plain_log_ticks, tier_title, token_tick)
+from circuitdev.book.plots.f1_floor import bos_layer_heatmaps, floor_margin
+from circuitdev.book.plots.f2_shapes import bos_fraction_lines
+from circuitdev.book.plots.f3_milestones import milestone_timeline
+from circuitdev.book.plots.f4_convergence import recall_curves
+from circuitdev.book.plots.f5_pr_lead import pr_selectivity
+from circuitdev.book.plots.f6_noise_floor import noise_floor
+from circuitdev.book.plots.method import batch_layout
+from circuitdev.book.plots.model import ablation_bars, class_count_heatmaps
+from circuitdev.book.plots.refinement import refined_trajectory
+from circuitdev.book.plots.sensitivity import PAPER_THRESHOLDS, threshold_sensitivity
+
+__all__ = [
+    # the shared basics
+    "TIER_TITLES", "TOKENS_LABEL", "TokenAxis", "palette", "panel_color", "placeholder", "plain_log_ticks",
+    "tier_title", "token_tick",
+    # one figure per finding / page
+    "bos_layer_heatmaps", "floor_margin", "bos_fraction_lines", "milestone_timeline", "recall_curves",
+    "pr_selectivity", "noise_floor", "threshold_sensitivity", "PAPER_THRESHOLDS", "refined_trajectory",
+    "class_count_heatmaps", "ablation_bars", "batch_layout", "audit_status",
+]

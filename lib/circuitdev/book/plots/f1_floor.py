@@ -1,0 +1,79 @@
+"""F1's figures: BOS-class heads per layer over training, and how close the floor layers come to the bar."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
+
+from circuitdev.book.display import fmt_tokens
+from circuitdev.book.plots.axes import figure_title, heatmap, placeholder, plain_log_ticks, tier_lines, tier_title
+from circuitdev.schema import BOS_THRESHOLD
+
+
+def bos_layer_heatmaps(layers: pd.DataFrame, *, threshold: float = BOS_THRESHOLD,
+                       floor_layers: Sequence[int] = (0, 1),
+                       heads_per_layer: dict[str, int] | None = None, col_wrap: int = 3) -> Figure:
+    """F1: BOS-class heads (first-token ≥ threshold) per layer over revisions, one heatmap per (tier, panel); the
+    floor layers are outlined. `layers`: findings.layer_counts + tier."""
+    if layers.empty:
+        return placeholder("No developmental table from any tier.", title="BOS heads per layer")
+    keys = list(layers[["tier", "panel"]].drop_duplicates().itertuples(index=False, name=None))
+    ncols = min(col_wrap, len(keys))
+    nrows = int(np.ceil(len(keys) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 4.2 * nrows), squeeze=False, layout="constrained")
+    for ax, (tier, panel) in zip(axes.flat, keys):
+        g = layers[(layers["tier"] == tier) & (layers["panel"] == panel)]
+        revs = g.drop_duplicates("revision").sort_values("revision_index")
+        grid = g.pivot(index="layer", columns="revision_index", values="n").reindex(columns=revs["revision_index"])
+        vmax = (heads_per_layer or {}).get(panel) or max(1, int(g["n"].max()))
+        image = heatmap(ax, grid.to_numpy(dtype=float), vmax=vmax, cmap="mako_r",
+                        xticklabels=[fmt_tokens(t * 1e9) for t in revs["tokens_b"]])
+        fig.colorbar(image, ax=ax, shrink=0.8, label="BOS-class heads", ticks=MaxNLocator(integer=True))
+        floor = [layer for layer in floor_layers if layer < len(grid)]
+        if floor:
+            ax.add_patch(Rectangle((-0.5, min(floor) - 0.5), len(revs), max(floor) - min(floor) + 1, fill=False,
+                                   edgecolor="#d62728", lw=1.8))
+        ax.set_xlabel("training tokens at the revision")
+        ax.set_ylabel("layer")
+        ax.tick_params(axis="y", labelsize=7, rotation=0)
+        ax.set_title(f"{panel} · {tier}", fontsize=10)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    figure_title(fig, f"Heads with first-token selectivity ≥ {threshold:g}× per layer (red outline: layers "
+                      f"{', '.join(map(str, floor_layers))})")
+    return fig
+
+
+def floor_margin(margin: pd.DataFrame, *, threshold: float = BOS_THRESHOLD,
+                 floor_layers: Sequence[int] = (0, 1)) -> Figure:
+    """F1, how close the floor comes to the bar: the largest first-token selectivity in the floor layers at every
+    revision, one line per model, one column per tier, with its 95% bootstrap interval as error bars where the
+    tier has one. `margin`: findings.floor_margin + tier."""
+    margin = margin[margin["value"].notna()] if len(margin) else margin
+    if margin.empty:
+        return placeholder("No floor-layer heads in any tier.", title="The floor's largest sink score")
+    fig, colors, per_tier = tier_lines(margin, height=3.6, width=5.0, sharey=False)
+    for ax, tier, g, axis in per_tier:
+        for panel, gp in g.groupby("panel", sort=False):
+            x, v = axis.x(gp["tokens"]), gp["value"].clip(lower=1e-2)
+            ax.plot(x, v, color=colors[panel], marker="o", ms=3, lw=1.4, label=panel)
+            if gp["value_lo"].notna().any():
+                err = np.vstack([(v - gp["value_lo"].clip(lower=1e-2)).clip(lower=0), (gp["value_hi"] - v).clip(lower=0)])
+                ax.errorbar(x, v, yerr=err, fmt="none", ecolor=colors[panel], elinewidth=1, capsize=2, alpha=0.8)
+        ax.axhline(threshold, color="#d62728", lw=1, ls=":")
+        ax.annotate(f"{threshold:g}× bar", (0.99, threshold), xycoords=("axes fraction", "data"), fontsize=7,
+                    color="#d62728", va="bottom", ha="right")
+        ax.set_yscale("log")
+        plain_log_ticks(ax)
+        axis.apply(ax)
+        ax.set_ylabel(f"top first-token sel., layers {', '.join(map(str, floor_layers))} (×)")
+        ax.set_title(tier_title(tier), fontsize=10)
+        ax.legend(fontsize=7, loc="upper left")
+    figure_title(fig, "How close the floor layers come to the sink bar (error bars: 95% bootstrap interval)")
+    return fig

@@ -1,0 +1,45 @@
+"""The refinement page's figure: a per-revision quantity on the refined grid beside the default grid."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from circuitdev.book.plots.axes import TokenAxis, band, figure_title, placeholder, token_counts
+
+
+def refined_trajectory(refined: pd.DataFrame, grid: pd.DataFrame, *, value: str, ylabel: str, title: str,
+                       window: tuple[float, float] | None = None, refined_window: tuple[float, float] | None = None,
+                       scale: float = 1.0) -> Figure:
+    """A per-revision quantity on the refined revision grid (line, markers, 95% band) beside the default grid
+    (dashed), over all of training (left) and zoomed on the event (right); shaded: the event's window on the default
+    grid (light) and after refinement (dark). `refined` / `grid`: one panel's rows (tokens_b, value[, _lo / _hi],
+    refined: bool); windows in tokens_b."""
+    if refined.empty:
+        return placeholder("No records for this panel.", title=title)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    zoom = window or (refined["tokens_b"].min(), refined["tokens_b"].max())
+    pad = 0.35 * (zoom[1] - zoom[0])
+    for ax, sel in zip(axes, (None, (zoom[0] - pad, zoom[1] + pad))):
+        part = refined if sel is None else refined[refined["tokens_b"].between(*sel)]
+        base = grid if sel is None else grid[grid["tokens_b"].between(*sel)]
+        axis = TokenAxis.of(token_counts(part))
+        x = axis.x(token_counts(part))
+        ax.plot(axis.x(token_counts(base)), scale * base[value], color="#7f7f7f", ls="--", marker="o", ms=4, lw=1,
+                label="default grid", zorder=2)
+        ax.plot(x, scale * part[value], color="#1f77b4", lw=1.6, label="refined grid", zorder=3)
+        new = part["refined"].to_numpy(dtype=bool)
+        ax.scatter(x[new], scale * part.loc[new, value], marker="D", s=30, color="#d62728", zorder=4,
+                   label="added by refinement")
+        band(ax, x, part, value, color="#1f77b4", scale=scale)
+        for win, shade in ((window, 0.12), (refined_window, 0.3)):
+            if win is not None:
+                ax.axvspan(*axis.x([win[0] * 1e9, win[1] * 1e9]), color="#ff7f0e", alpha=shade, lw=0, zorder=0)
+        axis.apply(ax)
+        ax.set_ylabel(ylabel)
+        ax.set_title("all of training" if sel is None else "zoomed on the event (shaded: its window, before → "
+                     "after)", fontsize=9)
+    axes[0].legend(fontsize=7, loc="upper left")
+    figure_title(fig, title)
+    return fig

@@ -1,0 +1,52 @@
+"""F4, the final circuit's recall over training and the revisions reaching each recall level, on the synthetic
+fixture (answers worked out by hand from published_fixtures.py), and its figure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from circuitdev.analysis import findings as F
+from circuitdev.book import plots
+from findings_fixtures import E, EMPTY, O, P, assert_placeholder, by_panel, two_tiers
+from findings_fixtures import dev  # noqa: F401  (pytest fixture)
+from published_fixtures import published_fixture  # noqa: F401  (pytest fixture)
+
+
+def test_final_circuit_and_recall(dev):  # noqa: F811
+    circuit = F.final_circuit(dev)
+    assert by_panel(circuit, P, "name") == ["L0H3", "L1H2", "L2H3"]
+    assert by_panel(circuit, P, "selectivity") == pytest.approx([70, 55, 181.6])
+    assert by_panel(circuit, O, "name") == ["L1H0"] and by_panel(circuit, E, "name") == []
+    recall = F.circuit_recall(dev)
+    assert by_panel(recall, P, "recall") == pytest.approx([0, 0, 2 / 3, 2 / 3, 1])
+    assert by_panel(recall, P, "found")[2:4] == ["L1H2 L2H3", "L0H3 L2H3"]
+    assert by_panel(recall, O, "recall") == [0, 1, 0, 1]
+    assert all(math.isnan(r) for r in by_panel(recall, E, "recall"))  # empty circuit: recall undefined
+
+
+def test_recall_milestones_use_exact_thirds(dev):  # noqa: F811
+    ms = F.recall_milestones(F.circuit_recall(dev))
+    assert by_panel(ms, P, "revision") == ["step3000", "step3000", "step143000"]
+    assert by_panel(ms, P, "level_pct") == [33, 67, 100]
+    assert by_panel(ms, P, "token_fraction") == pytest.approx([6.291 / 299.892, 6.291 / 299.892, 1.0])
+    assert by_panel(ms, O, "tokens_b") == [117, 117, 117]
+    assert all(pd.isna(r) for r in by_panel(ms, E, "revision"))
+    # 0.67 as a level would wrongly miss 2/3
+    assert by_panel(F.recall_milestones(F.circuit_recall(dev), levels=[0.67]), P, "revision") == ["step143000"]
+
+
+def test_recall_at_another_reference_revision(dev):  # noqa: F811
+    recall = F.circuit_recall(dev, reference_revision="step3000")  # S = {L0H2, L1H2, L2H3}
+    assert by_panel(recall, P, "recall") == pytest.approx([0, 0, 1, 1 / 3, 2 / 3])
+
+
+def test_recall_curves_draw_the_recall():
+    recall = two_tiers().apply(F.circuit_recall)
+    fig = plots.recall_curves(recall)
+    ys = np.concatenate([line.get_ydata() for ax in fig.axes for line in ax.get_lines() if len(line.get_ydata()) > 2])
+    assert set(np.round(ys, 6)) >= set(np.round(100 * recall["recall"].dropna().to_numpy(), 6))
+    assert_placeholder(plots.recall_curves(EMPTY), "recall_curves")

@@ -18,7 +18,8 @@ _MODULE = re.compile(r"(?<![\w.])(circuitdev(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?![\w
 # written by a build or a command, so absent from a fresh clone
 _OUTPUTS = ("book/_generated", "data/results", "data/toy", "data/published", "data/reanalysis", "data/panels/toy")
 _PLACEHOLDER = re.compile(r"NAME|NN_|/N\b")
-_SUFFIXES = ("", ".md", ".py", ".ipynb")  # _toc.yml names pages without their suffix
+_SUFFIXES = ("", ".md", ".py", ".ipynb")
+_FILE_SUFFIXES = {"css", "js", "html", "yaml", "yml", "json", "csv", "parquet", "png", "md", "py", "txt"}  # _toc.yml names pages without their suffix
 
 
 def _resolves(dotted: str) -> bool:
@@ -49,6 +50,8 @@ def _dead_references() -> list[str]:
                 if not any((REPO / (path + s)).exists() for s in _SUFFIXES):
                     dead.append(f"{where}: path {path}")
             for m in _MODULE.finditer(text):
+                if m.group(1).rsplit(".", 1)[-1] in _FILE_SUFFIXES:  # a file name (circuitdev.css), not a module
+                    continue
                 if not _resolves(m.group(1)):
                     dead.append(f"{where}: name {m.group(1)}")
     return dead

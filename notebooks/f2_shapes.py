@@ -76,8 +76,9 @@ ch.glue_list("toy-final-ci", final, "bos_fraction_ci", tier="toy")
 # measured real panels: {glue:text}`f2-measured-final`.
 
 # %% tags=["remove-input"]
-ch.glue_frame(shape, {"final_pct": "{:.1f}%", "jump_share": "{:.0%}", "shape": "{}", "largest_jump_pp": "+{:.1f} pp",
-                      "jump_from_tokens_b": fmt_tokens_b, "jump_to_tokens_b": fmt_tokens_b})
+ch.glue_frame(shape, {"final-pct": "{:.1f}%", "jump-share": "{:.0%}", "shape": "{}",
+                      "largest-jump-pp": "+{:.1f} pp", "jump-from-tokens-b": fmt_tokens_b,
+                      "jump-to-tokens-b": fmt_tokens_b})
 gap = [value_of(shape, "final_pct", tier="published", panel=p) for p in ("olmo-1b-0724", "olmoe-1b-7b-0924")]
 ch.glue("pub-moe-gap", None if None in gap else gap[0] - gap[1], "{:.1f} pp")
 ch.glue_list("toy-final", shape, "final_pct", "{:.1f}%", tier="toy")

@@ -75,7 +75,7 @@ ch.figure(plots.milestone_timeline(ms, gaps, revisions=ch.apply(findings.revisio
 # {glue:text}`f3-toy-gaps`.
 
 # %% tags=["remove-input"]
-ch.glue_frame(gaps, {"token_ratio": "×{:.3g}", "start_tokens_b": fmt_tokens_b, "end_tokens_b": fmt_tokens_b})
+ch.glue_frame(gaps, {"token-ratio": "×{:.3g}", "start-tokens-b": fmt_tokens_b, "end-tokens-b": fmt_tokens_b})
 ch.glue_list("toy-gaps", gaps, "token_ratio", "×{:.3g}", tier="toy", missing="never closed")
 reached = ms.assign(reached=[fmt_tokens_b(t) if t == t else "never" for t in ms["tokens_b"]]) if len(ms) else ms
 if len(ms):

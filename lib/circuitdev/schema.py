@@ -16,6 +16,16 @@ BOS_THRESHOLD = 30.0  # first-token (sink) heads in the developmental counts (pe
 INDUCTION_THRESHOLD = 50.0  # induction circuit membership
 PREV_TOKEN_THRESHOLD = 100.0  # previous-token circuit (with the best-class condition)
 INTERVAL_LEVEL = 0.95  # coverage of every bootstrap interval: percentiles (1 - level) / 2 and (1 + level) / 2
+# A toy seed replica's panel is <panel>-s<seed> (`circuitdev toy train --seeds`); seed 0 keeps the panel's name.
+SEED_SUFFIX = "-s"
+
+
+def replica_suffix(seed: int) -> str:
+    """What a training seed appends to a toy panel's name: "" for seed 0, "-s2" for seed 2
+    (`analysis.findings.seeds.seed_of` reads it back)."""
+    return f"{SEED_SUFFIX}{int(seed)}" if seed else ""
+
+
 MATCHED_RANDOM_SEED = 123  # the paper's RandomState seed of the matched-random ablation control (method reference §5)
 
 # Group ablation modes: "zero" (the paper's only one) or "mean" (method reference §5).

@@ -17,6 +17,7 @@ from typing import Any
 
 from circuitdev import paths
 from circuitdev.errors import ConfigError
+from circuitdev.schema import replica_suffix
 
 PANELS_ENV = "CIRCUITDEV_PANELS"  # a JSON list of the record panels a build reads
 NO_PUBLISHED = "none"
@@ -96,7 +97,7 @@ def config_panels(config: dict[str, Any], *, base: Path | None = None) -> dict[s
     base = Path(base or Path.cwd())
     data = _under(base, config.get("data_dir"), "data")
     seeds = [int(s) for s in (config.get("toy_seeds") or [0])]
-    out: dict[str, str | None] = {PANEL_NAMES[f] + (f"-s{s}" if s else ""): None
+    out: dict[str, str | None] = {PANEL_NAMES[f] + replica_suffix(s): None
                                   for s in seeds for f in config.get("toy_families") or []}
     for entry in [*(config.get("real_panels") or []), *(config.get("panels") or [])]:
         local = data / "panels" / f"{entry}.yaml"  # a name: <data_dir>/panels first, then the package's data

@@ -8,7 +8,7 @@ The `Chapter` it returns draws and quotes:
 
     frac = ch.apply(findings.bos_fraction, threshold=bos_threshold)   # a findings function on every tier
     ch.figure(plots.bos_fraction_lines(frac), name="fig-f2-bos-fraction", caption="...")  # numbered, provenance
-    ch.glue_frame(shape, {"final_pct": "{:.1f}%"})   # {glue:text}`f2-pub-olmo-final-pct`, `f2-toy-toy-pythia-...`
+    ch.glue_frame(shape, {"final-pct": "{:.1f}%"})   # {glue:text}`f2-pub-olmo-final-pct`, `f2-toy-toy-pythia-...`
     ch.glue_list("toy-final", shape, "final_pct", "{:.1f}%", tier="toy")   # "toy-pythia 6.2%, toy-olmo 6.2%"
     ch.paper_vs_data("F2")                            # the paper's numbers beside the authors' data
     frac = ch.apply(findings.bos_fraction, intervals=True)  # + bos_fraction_lo / _hi where a tier has replicates
@@ -127,9 +127,11 @@ class Chapter:
 
     def glue_frame(self, frame: pd.DataFrame, columns: dict[str, str | Callable[[Any], str]], *,
                    by: Sequence[str] = ("tier", "panel"), absent: str = "n/a") -> None:
-        """Glue every cell of `columns` under `<tier>-<panel>-<column>` (by=("tier", "panel"), one row per model)
-        or `<tier>-<column>` (by=("tier",), one row per tier). Absent rows are glued `absent`: the three tiers,
-        and with panels the published models, always get their keys."""
+        """Glue every cell of `columns` under `<tier>-<panel>-<key>` (by=("tier", "panel"), one row per model) or
+        `<tier>-<key>` (by=("tier",), one row per tier). Write each key as it ends the glue keys, with hyphens
+        ("final-pct" for column `final_pct`), so that searching the page for a key the prose uses finds the call
+        that glues it. Absent rows are glued `absent`: the three tiers, and with panels the published models,
+        always get their keys."""
         from circuitdev.sources.published import PUBLISHED_PANELS
 
         by = tuple(by)
@@ -142,8 +144,9 @@ class Chapter:
             rows.setdefault(key, {})
         for key, row in rows.items():
             parts = [TIER_KEYS.get(key[0], key[0]), *(_short_panel(p) for p in key[1:])]
-            for column, fmt in columns.items():
-                self.glue("-".join([*parts, column.replace("_", "-")]), row.get(column), fmt, absent=absent)
+            for key_part, fmt in columns.items():
+                column = key_part if key_part in row else key_part.replace("-", "_")
+                self.glue("-".join([*parts, key_part.replace("_", "-")]), row.get(column), fmt, absent=absent)
 
     def glue_list(self, key: str, frame: pd.DataFrame, column: str, fmt: str | Callable[[Any], str] = "{}", *,
                   tier: str | None = None, sep: str = ", ", missing: str = "n/a",

@@ -85,6 +85,7 @@ def _train(args) -> int:
     from circuitdev.toy import FAMILIES, train_all
 
     from circuitdev.errors import ConfigError
+    from circuitdev.schema import replica_suffix
 
     recipe = recipe_from_args(args)
     families = tuple(args.family or FAMILIES)
@@ -93,7 +94,7 @@ def _train(args) -> int:
     bad = [s for s in [*(args.seeds or []), *([args.seed] if args.seed is not None else [])] if s < 0]
     if bad:
         raise ConfigError(f"training seeds are >= 0 (seed 0 keeps the panels' usual names), got {bad}")
-    recipes = [recipe.replace(seed=s, panel_suffix=recipe.panel_suffix + (f"-s{s}" if s else ""))
+    recipes = [recipe.replace(seed=s, panel_suffix=recipe.panel_suffix + replica_suffix(s))
                for s in dict.fromkeys(args.seeds)] if args.seeds else [recipe]
     if args.threads is not None and args.threads < 1:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")

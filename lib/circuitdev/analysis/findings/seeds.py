@@ -9,7 +9,7 @@ import pandas as pd
 from circuitdev.analysis.devtable import require
 
 
-SEED_SUFFIX = "-s"  # a toy seed replica's panel: <panel>-s<seed> (`circuitdev toy train --seeds`); seed 0 = <panel>
+from circuitdev.schema import SEED_SUFFIX  # a toy seed replica's panel: <panel>-s<seed>; seed 0 = <panel>
 
 
 def seed_of(panel: str) -> tuple[str, int]:

@@ -8,8 +8,8 @@ on shared basics (`axes`: token axes, colours, placeholders, bands, tier columns
     f5_pr_lead      pr_selectivity (also on the one-model page)
     f6_noise_floor  noise_floor
     sensitivity     threshold_sensitivity
-    refinement      refined_trajectory
-    model           class_count_heatmaps, ablation_bars (the one-model page)
+    refinement      refined_trajectory, metric_label
+    model           class_count_heatmaps, ablation_bars, ablation_over_training (the one-model page)
     method          batch_layout
     audit           audit_status
 
@@ -30,8 +30,8 @@ from circuitdev.book.plots.f4_convergence import recall_curves
 from circuitdev.book.plots.f5_pr_lead import pr_selectivity
 from circuitdev.book.plots.f6_noise_floor import noise_floor
 from circuitdev.book.plots.method import batch_layout
-from circuitdev.book.plots.model import ablation_bars, class_count_heatmaps
-from circuitdev.book.plots.refinement import refined_trajectory
+from circuitdev.book.plots.model import ablation_bars, ablation_over_training, class_count_heatmaps
+from circuitdev.book.plots.refinement import metric_label, refined_trajectory
 from circuitdev.book.plots.sensitivity import PAPER_THRESHOLDS, threshold_sensitivity
 
 __all__ = [
@@ -40,6 +40,6 @@ __all__ = [
     "tier_title", "token_tick",
     # one figure per finding / page
     "bos_layer_heatmaps", "floor_margin", "bos_fraction_lines", "milestone_timeline", "recall_curves",
-    "pr_selectivity", "noise_floor", "threshold_sensitivity", "PAPER_THRESHOLDS", "refined_trajectory",
-    "class_count_heatmaps", "ablation_bars", "batch_layout", "audit_status",
+    "pr_selectivity", "noise_floor", "threshold_sensitivity", "PAPER_THRESHOLDS", "refined_trajectory", "metric_label",
+    "class_count_heatmaps", "ablation_bars", "ablation_over_training", "batch_layout", "audit_status",
 ]

@@ -102,7 +102,7 @@ def final_table(spec: dict[int, list[int]], n_layers: int = 2, n_heads: int = 4)
 
 
 def test_final_ablation_draws_distinct_controls_for_the_circuit_itself(make_tiny_panel):
-    from circuitdev.book.model_ablation import final_ablation
+    from circuitdev.book.model_ablation import ablation_text, final_ablation
     from circuitdev.measure.ablation import evaluate
     from circuitdev.measure.behaviour import wilson_interval
     from circuitdev.measure.probe import batch_for
@@ -115,7 +115,10 @@ def test_final_ablation_draws_distinct_controls_for_the_circuit_itself(make_tiny
     layer = ab[ab["condition"] == "matched_random"]
     # the circuit's own control: layer 1, one head, never head 0; only 3 distinct groups exist, so 3 rows, not 5
     assert len(layer) == 3 and len(set(layer["heads"])) == 3 and layer["drawn_for"].str.startswith("induction").all()
-    assert all(h.startswith("L1H") and h != "L1H0" for h in layer["heads"])
+    assert all(h.startswith("L1H") and h != "L1H0" for h in layer["heads"]) and layer["note"].eq("").all()
+    short, _ = final_ablation(panel, final_table({1: [0, 1, 2]}), groups=5)  # one head of layer 1 is outside
+    assert short.loc[short["condition"] == "matched_random", "heads"].tolist() == ["L1H3"]
+    assert "layer 1 holds 1 head outside the circuit against 3 in it" in ablation_text(short)
     anywhere = ab[ab["condition"] == "random_any"]
     assert len(anywhere) == 5 and len(set(anywhere["heads"])) == 5 and "L1H0" not in " ".join(anywhere["heads"])
     assert ab.loc[ab["condition"] == "upper_bound", "heads"].item() == "L1H0 L1H1 L1H2 L1H3"
@@ -143,7 +146,7 @@ def test_final_ablation_says_when_the_circuit_fills_its_layer(make_tiny_panel):
     anywhere = ab[ab["condition"] == "random_any"]
     assert anywhere["heads"].tolist() == ["L0H0 L0H1 L0H2 L0H3"]
     text = ablation_text(ab, prev_heads=["L0H2"])
-    assert "No matched random control" in text and "1 of its 1 groups hold a head of the previous-token" in text
+    assert "No matched random control" in text and "(1 of its 1 groups hold a head of the previous-token" in text
     summary = ablation_summary(ab)
     assert list(summary.columns[:4]) == ["heads zeroed", "drawn for", "heads", "top-1 at the query (95% interval)"]
     assert summary.loc[summary["heads zeroed"] == "matched random set", "top-1 at the query (95% interval)"].item() \

@@ -75,8 +75,10 @@ def final_ablation(panel, table: pd.DataFrame, *, config: dict | None = None, th
     circuit = f"induction circuit (≥ {threshold:g}×)"
     full = f"layer(s) {', '.join(map(str, layer.full_layers))} hold no head outside the circuit"
     conditions = [("baseline", "no ablation", "", None, {}, ""), ("screen", circuit, "", None, spec, "")]
-    conditions += [("matched_random", "matched random set", circuit, s, g,
-                    f"{full}: those layers are left out" if layer.full_layers else "") for s, g in layer.groups]
+    short = "; ".join(f"layer {l} holds {outside} head{'s' * (outside != 1)} outside the circuit against {inside} "
+                      f"in it: the control draws {outside} there" for l, (inside, outside) in layer.short_layers.items())
+    gaps = "; ".join([f"{full}: those layers are left out"] * bool(layer.full_layers) + [short] * bool(short))
+    conditions += [("matched_random", "matched random set", circuit, s, g, gaps) for s, g in layer.groups]
     if not layer.groups:
         conditions.append(("matched_random", "matched random set", circuit, None, None,
                            f"not possible: {full}"))
@@ -245,12 +247,15 @@ def ablation_text(ab: pd.DataFrame, *, prev_heads: Sequence[str] = (), paper_con
         out.append(f"No matched random control (same layers and counts) exists for this circuit: "
                    f"{random['note'].iloc[0].removeprefix('not possible: ')}, so there is no head to draw.")
     elif len(random):
-        out.append(f"Its matched random control{_groups(random)}.")
+        gaps = random["note"].iloc[0]
+        out.append(f"Its matched random control{_groups(random)}" + (f" ({gaps})." if gaps else "."))
     if len(anywhere):
         holding = [h for h in anywhere["heads"] if set(h.split()) & set(prev_heads)]
-        out.append(f"The second control, random heads drawn outside the circuit from any layer{_groups(anywhere)}; "
-                   f"it is not neutral: {len(holding)} of its {len(anywhere)} groups hold a head of the "
-                   "previous-token circuit, which induction needs.")
+        out.append(f"The second control, random heads drawn outside the circuit from any layer{_groups(anywhere)}. "
+                   f"It is not a neutral control: a group can hold heads the circuit relies on ({len(holding)} of its "
+                   f"{len(anywhere)} groups hold a head of the previous-token circuit)")
+        out[-1] += f", and its groups range from {_pct(anywhere['acc_top1'].min())} to " \
+                   f"{_pct(anywhere['acc_top1'].max())}." if len(anywhere) > 1 else "."
     others = ab[ab["condition"].isin(["matched_random", "upper_bound"]) & (ab["drawn_for"] != circ["label"])]
     if len(others) and not len(own):
         sets = ", ".join(dict.fromkeys(others["drawn_for"].replace("", "an unidentified head set")))
@@ -267,11 +272,11 @@ def _groups(g: pd.DataFrame) -> str:
     """" (G distinct groups of k heads, seeds a–b) leaves X (95% interval ...) on average, from y to z by group"."""
     summary = ablation_summary(g).iloc[0]
     seeds = g["seed"].dropna().astype(int)
+    heads = f"{summary['heads']} head{'s' * bool(summary['heads'] != 1)}"
     if len(g) == 1:
-        return f" ({summary['heads']} heads: {g['heads'].iloc[0]}) leaves " + summary["top-1 at the query (95% interval)"]
-    return (f" ({len(g)} distinct groups of {summary['heads']} heads, seeds {seeds.min()}–{seeds.max()}) leaves "
-            f"{summary['top-1 at the query (95% interval)']} on average, from {_pct(g['acc_top1'].min())} to "
-            f"{_pct(g['acc_top1'].max())} by group")
+        return f" ({heads}: {g['heads'].iloc[0]}) leaves " + summary["top-1 at the query (95% interval)"]
+    return (f" ({len(g)} distinct groups of {heads}, seeds {seeds.min()}–{seeds.max()}) leaves "
+            f"{summary['top-1 at the query (95% interval)']} on average")
 
 
 def necessity(over: pd.DataFrame, recall: pd.DataFrame) -> dict:

@@ -60,7 +60,8 @@ ch.glue("f4-recall-total", int(table["id"].str.startswith("F4.recall.").sum()) i
 # %% tags=["remove-input"]
 ch.figure(plots.audit_status(table), name="fig-audit-status", width="80%",
           caption="Numeric claims of the paper per finding: matched by the authors' published files (green), "
-                  "contradicted (red), or not decidable from them (grey).")
+                  "contradicted (red), or not decidable from them (grey); the findings above, the bookkeeping "
+                  "claims (panels, method settings) below.")
 
 # %% [markdown]
 # ## Where the paper and its data differ

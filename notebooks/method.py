@@ -102,7 +102,11 @@ ch.figure(plots.batch_layout(int(batch.first_a[example]), cfg.seq_len, base), na
 # model is then scored at the query (top-1 and top-5 accuracy of B, loss, mean logit of B). Three head sets are
 # compared: the induction circuit; a *matched random* set with the same layers and per-layer counts drawn from the
 # other heads of those layers (`circuitdev.measure.ablation.matched_random`); and every head of those layers (the upper
-# bound). The paper ablates at the final checkpoint only.
+# bound). The paper ablates at the final checkpoint only, with one matched random draw (seed 123). The model
+# appendices add, for models trained or probed here, several distinct matched random draws; a second control of as
+# many random heads from any layer outside the circuit, which exists even where the circuit fills its layers (a small
+# model) but is not neutral, since it can hold previous-token heads; and the same ablation at every revision of
+# training. Every top-1 is given with its 95% binomial (Wilson) interval for the batch the ablation scored.
 #
 # All of this is one configuration, hash {glue:text}`method-config-hash`; a record's sidecar stores the hash of the
 # configuration it was computed with, and every figure's provenance line names it.

@@ -248,7 +248,8 @@ def ablation_text(ab: pd.DataFrame, *, prev_heads: Sequence[str] = (), paper_con
                    f"{random['note'].iloc[0].removeprefix('not possible: ')}, so there is no head to draw.")
     elif len(random):
         gaps = random["note"].iloc[0]
-        out.append(f"Its matched random control{_groups(random)}" + (f" ({gaps})." if gaps else "."))
+        out.append(f"Its matched random control{_groups(random)}." +
+                   (f" It cannot match the circuit everywhere: {gaps}." if gaps else ""))
     if len(anywhere):
         holding = [h for h in anywhere["heads"] if set(h.split()) & set(prev_heads)]
         out.append(f"The second control, random heads drawn outside the circuit from any layer{_groups(anywhere)}. "

@@ -155,7 +155,7 @@ elif tier.present:
 # Every top-1 below carries its 95% binomial (Wilson) interval for the batch the ablation scored.
 # {glue:text}`model-ablation-text`
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 ab, why = page.ablation(run=ablation, threshold=induction_threshold, groups=ablation_groups, mode=ablation_mode,
                         batch_size=batch_size, device=device)
 claimed = ch.claimed("A.induction_circuit") if tier.name == "published" else pd.DataFrame(columns=["key", "paper"])
@@ -164,12 +164,16 @@ ch.glue("ablation-text", None if ab is None else abl.ablation_text(
     ab, prev_heads=list(prev["name"]), paper_control=paper_control.iloc[0] if len(paper_control) else None),
     absent=f"This page shows no ablation: {why}.")
 if ab is not None:
-    ch.figure(plots.ablation_bars(ab, title=f"{name}: top-1 at the query with heads zeroed, final revision"),
+    ch.figure(plots.ablation_bars(ab, title=f"{name}: top-1 at the query with heads zeroed, final revision",
+                                  reported={"matched random set drawn for the circuit (the paper's number; not in "
+                                            "the authors' files)": paper_control.iloc[0]} if len(paper_control)
+                                  else None),
               name=f"fig-model-{name}-ablation",
               caption=f"{name}: top-1 accuracy at the query (bars; error bars: 95% Wilson interval on the batch of "
                       f"{int(ab['n'].iloc[0])} sequences; dots: random groups) with each head set zeroed. Red: the "
                       "induction circuit; blue: controls drawn for it; purple and grey hatched: other head sets and "
-                      "the controls drawn for them; dashed: no ablation.")
+                      "the controls drawn for them; open diamond: a number the paper reports but the files do not "
+                      "hold; dashed: no ablation.")
     ch.table(abl.ablation_summary(ab), caption=f"Ablation conditions of {name} "
              f"({'the authors’ files' if tier.name == 'published' else ablation_mode + ' ablation'}): what was "
              "zeroed, which head set a control was drawn for, and top-1 at the query.")
@@ -183,7 +187,7 @@ if ab is not None:
 # (intact minus circuit zeroed; Newcombe's interval from the two Wilson intervals) lies above 0.
 # {glue:text}`model-necessity`
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 over, why = page.over_training()
 recall = findings.circuit_recall(dev, threshold=induction_threshold) if over is not None else None
 nec = abl.necessity(over, recall) if over is not None else None
@@ -204,11 +208,13 @@ if over is not None:
 # %% [markdown]
 # ## The greater-than task
 #
-# The authors also ablated heads on a second task, greater-than (after Hanna et al., 2023: "The war lasted from
-# the year 1732 to the year 17", where a model should continue with a later year), scoring the share of prompts
-# whose top-1 next token is a year above the start year. {glue:text}`model-gt-text`
+# The authors also ablated heads on a second task, greater-than: prompts of the form "The war lasted from the year
+# 1732 to the year 17", which a model should continue with a later year. They score the share of prompts whose
+# top-1 next token is a year above the start year, with each head set zeroed: the five heads their greater-than
+# screen ranks first, a matched random set drawn for those five, and the two head sets the file calls the induction
+# and the previous-token circuit. {glue:text}`model-gt-text`
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 gt, why = page.greater_than()
 ch.glue("gt-text", None if gt is None else abl.greater_than_text(gt, name, heads_per_layer=int(dev["head"].max()) + 1),
         absent=f"This page shows no greater-than ablation: {why}.")

@@ -52,6 +52,9 @@ def test_ablation_bars_say_when_a_control_cannot_be_drawn_and_grey_out_other_set
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert "matched random set\ndrawn for the top-6 · 6 heads" in labels and "matched random set · none drawn" in labels
     assert len(ax.patches) == 4  # no bar for the control that does not exist
+    fig = plots.ablation_bars(ab, title="t", reported={"the paper's control": 4.4})
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[2] == "the paper's control" and len(fig.axes[0].patches) == 4  # a marker after the circuit
 
 
 def test_ablation_over_training_draws_intact_ablated_and_controls():

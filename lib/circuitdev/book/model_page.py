@@ -149,10 +149,8 @@ class ModelPage:
         the intact top-1's Wilson interval (baseline_top1_lo / _hi) and the drop's (top1_drop_lo / _hi,
         `uncertainty.difference_interval`); only revisions where it was computed. Or (None, why)."""
         tier = self.tier
-        how = f"`circuitdev ablate --panel {self.name} --over-training`"
         if tier.name == "published":
-            return None, ("the authors' files hold none (the paper ablates the final checkpoint only); for a model "
-                          "trained or probed here, run " + how)
+            return None, "the authors' files hold none (the paper ablates the final checkpoint only)"
         if not tier.present:
             return None, "there are no records of this panel"
         from circuitdev.analysis.uncertainty import binomial_intervals, difference_interval
@@ -161,7 +159,8 @@ class ModelPage:
         rev = load_revision_table(self.results_dir, self.panel if self.panel is not None else self.name)
         rev = rev[rev["ablated_top1"].notna()].reset_index(drop=True) if "ablated_top1" in rev else rev.iloc[:0]
         if rev.empty:
-            return None, f"the results folder holds none for {self.name}; run {how} to add it"
+            return None, (f"the results folder holds none for {self.name}; the ablate command above, run for this "
+                          "panel, adds it")
         n = int((tier.probe_configs.get(self.name) or {}).get("n", 0)) or None
         if n is None:
             return None, "the records do not say their batch size, so no binomial interval can be given"

@@ -74,34 +74,45 @@ def _row_label(label: str, drawn_for: str, n_ablated: int, circuit: str | None, 
     heads = f"{n_ablated} head{'s' if n_ablated != 1 else ''}" if n_ablated else \
         "nothing zeroed" if drawn else "none drawn"
     if drawn_for and drawn_for != circuit:
-        return f"{label}\ndrawn for the {drawn_for} · {heads}"
-    return f"{label} · {heads}"
+        return f"{label}\n{_wrap(f'drawn for the {drawn_for}')} · {heads}"
+    return _wrap(f"{label} · {heads}")
 
 
 def ablation_bars(ab: pd.DataFrame, *, title: str, metric: str = "acc_top1",
-                  xlabel: str = "top-1 accuracy at the query (%, 95% Wilson interval)") -> Figure:
+                  xlabel: str = "top-1 accuracy at the query (%, 95% Wilson interval)",
+                  reported: dict[str, float] | None = None) -> Figure:
     """Group ablation at the final revision, one horizontal bar per condition in the table's order: top-1 (%) with
     its 95% interval (`<metric>_lo` / `_hi`); random groups as their mean with one dot per group; a control that
     could not be drawn as a sentence where its bar would be. The circuit is red, its own controls blue, other head
     sets purple and the controls drawn for them grey: never the circuit's colour. A dashed line marks no ablation.
-    `ab`: book.model_page.ABLATION_TABLE_COLUMNS (condition, label, drawn_for, n_ablated, <metric>[, _lo, _hi],
-    note)."""
+    `ab`: book.model_ablation.ABLATION_TABLE_COLUMNS (condition, label, drawn_for, n_ablated, <metric>[, _lo, _hi],
+    note). `reported`: {label: top-1 in %} values that are not in the data (the paper's number for a control the
+    files lack), drawn as open diamonds on their own rows right after the circuit."""
     if ab.empty:
         return placeholder("No ablation results.", title=title)
     ab = ab.assign(drawn_for=ab["drawn_for"].fillna("") if "drawn_for" in ab else "",
                    note=ab["note"].fillna("") if "note" in ab else "")
     circuit = ab.loc[ab["condition"] == "screen", "label"].iloc[0] if (ab["condition"] == "screen").any() else None
     rows = list(ab.groupby(["condition", "label", "drawn_for"], sort=False, dropna=False))
-    fig, ax = plt.subplots(figsize=(9.5, 0.62 * len(rows) + 1.5), layout="constrained")
-    top = max(5.0, 100 * float(np.nanmax(ab[[c for c in (f"{metric}_hi", metric) if c in ab]].to_numpy(float))))
+    after = next((i + 1 for i, ((cond, *_), _g) in enumerate(rows) if cond == "screen"), len(rows))
+    rows[after:after] = [(("reported", label, ""), value) for label, value in (reported or {}).items()]
+    fig, ax = plt.subplots(figsize=(10, 0.6 * len(rows) + 1.6), layout="constrained")
+    top = max(5.0, 100 * float(np.nanmax(ab[[c for c in (f"{metric}_hi", metric) if c in ab]].to_numpy(float))),
+              *(reported or {}).values())
     labels = []
     for y, ((cond, label, drawn_for), g) in enumerate(rows):
+        if cond == "reported":  # a number without data behind it: a marker, no bar, no interval
+            ax.scatter([g], [y], marker="D", s=60, facecolor="white", edgecolor=_COLORS["matched_random"], zorder=3,
+                       linewidth=1.8)
+            ax.text(g + top * 0.015, y, f"{g:.2f}%", va="center", fontsize=10)
+            labels.append(_wrap(label))
+            continue
         values = 100 * g[metric].astype(float)
         labels.append(_row_label(label, drawn_for, int(g["n_ablated"].iloc[0]), circuit, values.notna().any()))
         key = cond if not drawn_for or drawn_for == circuit else "other_control"
         if values.isna().all():
             note = g["note"].iloc[0] or "not run"
-            ax.text(0.5, y, note[:1].upper() + note[1:], va="center", ha="left", fontsize=9, color="#444",
+            ax.text(0.5, y, note[:1].upper() + note[1:], va="center", ha="left", fontsize=10, color="#444",
                     style="italic")
             continue
         mean = float(values.mean())
@@ -118,16 +129,22 @@ def ablation_bars(ab: pd.DataFrame, *, title: str, metric: str = "acc_top1",
             ax.scatter(values, np.full(len(values), y) + np.linspace(-0.18, 0.18, len(values)), s=10,
                        color="black", zorder=3)
         text = f"{mean:.2f}%" if mean < 10 else f"{mean:.1f}%"
-        ax.text((hi if np.isfinite(hi) else mean) + top * 0.01, y, text, va="center", fontsize=9)
+        ax.text((hi if np.isfinite(hi) else mean) + top * 0.01, y, text, va="center", fontsize=10)
     base = ab.loc[ab["condition"] == "baseline", metric]
     if len(base) and base.notna().any():
         ax.axvline(100 * float(base.iloc[0]), color="#7f7f7f", ls="--", lw=1, zorder=0)
-    ax.set_yticks(range(len(rows)), labels, fontsize=9)
+    ax.set_yticks(range(len(rows)), labels, fontsize=10)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.15)
     ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=11)
+    ax.set_title(title, fontsize=12)
     return fig
+
+
+def _wrap(text: str, width: int = 48) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
 
 
 def ablation_over_training(over: pd.DataFrame, *, title: str, marks: dict[str, float] | None = None) -> Figure:
@@ -159,6 +176,6 @@ def ablation_over_training(over: pd.DataFrame, *, title: str, marks: dict[str, f
     axis.apply(ax)
     ax.set_ylabel("top-1 at the query (%)")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, loc="upper left", frameon=True)
-    ax.set_title(title, fontsize=11)
+    ax.legend(fontsize=9, loc="upper left", frameon=True)
+    ax.set_title(title, fontsize=12)
     return fig

@@ -51,7 +51,7 @@ for key, value in {"n": cfg.n, "T": cfg.seq_len, "q": cfg.seq_len - 1, "seed": c
 # the {glue:text}`method-n` sequences pass the authors' validity filter (B occurs once before the query).
 # {numref}`fig-method-batch` draws one of them.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 ch.figure(plots.batch_layout(int(batch.first_a[example]), cfg.seq_len, base), name="fig-method-batch",
           caption=f"Sequence {example} of the batch: the six class targets seen from the query (the second A, at "
                   f"position {cfg.seq_len - 1}), and the fixed baseline positions.",

@@ -30,10 +30,11 @@ ch.glue("summary", "; ".join(f"{len(g)} {tier} panel{'s' if len(g) > 1 else ''} 
         absent="no data at all (see the notes below).")
 if len(available):
     ch.table(available.assign(
-        appendix=[f'<a href="model-{p}.html">model-{p}</a>' for p in available["panel"]],
+        panel=[f'<a href="model-{p}.html">{p}</a>' for p in available["panel"]],
         configuration=[ch.tiers[t].configs.get(p, "?") for t, p in zip(available["tier"], available["panel"])])[
-        ["panel", "appendix", "tier", "revisions", "first_tokens_b", "last_tokens_b", "heads", "configuration"]].rename(
-        columns={"first_tokens_b": "first revision (tokens)", "last_tokens_b": "last revision (tokens)"}),
+        ["panel", "tier", "revisions", "first_tokens_b", "last_tokens_b", "heads", "configuration"]].rename(
+        columns={"panel": "appendix", "first_tokens_b": "first revision (tokens)",
+                 "last_tokens_b": "last revision (tokens)"}),
         formats={"first revision (tokens)": fmt_tokens_b, "last revision (tokens)": fmt_tokens_b},
         caption=f"Panels with data in this build, each with its appendix (training tokens of the first and last "
                 f"revision). {ch.tiers.provenance()}")

@@ -45,7 +45,7 @@ if view is not None and len(view.refined):
     ch.table(view.refined.assign(tokens=view.refined["tokens"].map(lambda t: fmt_tokens_b(t / 1e9)),
                                  metric=view.refined["metric"].map(plots.metric_label)),
              caption=f"Revisions `circuitdev refine` added to {panel}: between which probed revisions, on which "
-                     "metric, and the change across that pair when it was chosen.")
+                     "metric, and the change across that pair when it was chosen.", formats={"change": "{:.3g}"})
 elif view is None:
     ch.note(f"No records of `{panel}` in this build: probe it (`circuitdev probe --panel {panel}`) and refine it.")
 
@@ -61,14 +61,15 @@ elif view is None:
 windows = [findings.window_comparison(view.table, view.grid, m) for m in metrics] if view is not None else []
 for m, w in zip(metrics, windows):
     vals = findings.revision_metric(view.table, m, boot=view.boot).assign(refined=lambda d: ~d["revision"].isin(view.grid))
-    pct = 100 if m == "bos_fraction" else 1
+    pct, what = 100 if m == "bos_fraction" else 1, findings.REVISION_METRICS[m][0]
     ch.figure(plots.refined_trajectory(vals, vals[~vals["refined"]], value="value", scale=pct,
                                        ylabel=plots.metric_label(m, axis=True),
                                        title=f"{panel}: {plots.metric_label(m)}, on the refined grid",
                                        window=(w["grid_from_tokens_b"], w["grid_to_tokens_b"]),
                                        refined_window=(w["refined_from_tokens_b"], w["refined_to_tokens_b"])),
               name=f"fig-refinement-{m.replace('_', '-')}", tiers=[view.tier],
-              caption=f"{findings.REVISION_METRICS[m][0]} of {panel} at every probed revision; red diamonds: added "
+              caption=f"{what[:1].upper()}{what[1:]} of {panel} at every probed revision; red "
+                      "diamonds: added "
                       "by refinement; band: 95% bootstrap interval; dashed: the default grid.")
 
 # %% [markdown]
@@ -99,7 +100,7 @@ if len(events):
         "width": tokens(events["grid_width_tokens_b"]),
         "refined": events["refined_from_revision"] + " → " + events["refined_to_revision"],
         "width after": tokens(events["refined_width_tokens_b"]), "narrower": events["narrowing"].map("{:.3g}×".format),
-        "added": events["added"]}),
+        "added": events["added"]}), formats={"change": "{:.3g}"},
         caption="The window of each event (widths in training tokens) on the default grid and after refinement.")
 if len(ms):
     ch.table(ms.assign(milestone=ms["milestone"].map(lambda m: findings.milestone(m).describe()),

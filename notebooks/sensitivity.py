@@ -40,7 +40,7 @@ shapes = ch.apply(findings.shape_sensitivity, rule=rule)
 # {numref}`fig-sensitivity-thresholds` shows, for each class, how many heads pass as the threshold moves; the red
 # dotted line is the paper's threshold.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 paper = ch.paper
 ch.figure(plots.threshold_sensitivity(sens, paper_thresholds={
     "first-token": paper.bos_threshold, "induction": paper.induction_threshold,

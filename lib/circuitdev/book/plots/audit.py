@@ -33,7 +33,7 @@ def audit_status(audit: pd.DataFrame) -> Figure:
             y += 1
         y += 0.6 if rows else 0  # a gap between the two blocks
     counts = counts.loc[names]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * y + 1.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.5, 0.42 * y + 1.4), layout="constrained")
     left = np.zeros(len(counts))
     for status in counts.columns:
         ax.barh(ys, counts[status], left=left, color=_STATUS_COLORS[status], label=_STATUS_WORDS[status], height=0.8)

@@ -227,10 +227,8 @@ if gt is not None:
               caption=f"{name}: the authors' greater-than ablation, on the {int(gt['n_examples'].iloc[0])} prompts "
                       "of their file (its n_examples); error bars: 95% Wilson interval. Colours as in the induction "
                       "ablation above.")
-    ch.table(gt[["label", "drawn_for", "n_ablated", "top1_above", "top1_above_lo", "top1_above_hi", "prob_above",
-                 "prob_below", "logit_diff_above_below", "heads", "circuit_of", "heads_outside_model"]].rename(
-        columns={"label": "heads zeroed", "drawn_for": "drawn for", "n_ablated": "heads"}),
-        caption=f"The authors' greater-than ablation of {name}: top-1 above (with its 95% Wilson interval on "
-                f"{int(gt['n_examples'].iloc[0])} prompts), probabilities of a later and an earlier year, their logit "
-                "difference; whose circuit a named circuit is, and how many of its heads the model lacks.",
-        formats={c: "{:.1%}" for c in ("top1_above", "top1_above_lo", "top1_above_hi", "prob_above", "prob_below")})
+    ch.table(abl.greater_than_summary(gt),
+             caption=f"The authors' greater-than ablation of {name}: top-1 a later year with its 95% Wilson interval "
+                     f"on {int(gt['n_examples'].iloc[0])} prompts, the probabilities of a later and an earlier year "
+                     "and their logit difference; whose circuit a head set named after a circuit is, and how many of "
+                     "its heads the model lacks.")

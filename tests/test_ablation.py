@@ -150,7 +150,7 @@ def test_final_ablation_says_when_the_circuit_fills_its_layer(make_tiny_panel):
     summary = ablation_summary(ab)
     assert list(summary.columns[:4]) == ["heads zeroed", "drawn for", "heads", "top-1 at the query (95% interval)"]
     assert summary.loc[summary["heads zeroed"] == "matched random set", "top-1 at the query (95% interval)"].item() \
-        == "not run"
+        == "no such control"
 
 
 def test_authors_controls_are_labelled_with_the_set_they_were_drawn_for():

@@ -156,6 +156,21 @@ def greater_than(published, model: str) -> pd.DataFrame:
                                  for h in gt["heads"]])
 
 
+def greater_than_summary(gt: pd.DataFrame) -> pd.DataFrame:
+    """`greater_than`'s table for reading: key columns first, top-1 above with its 95% interval as text, the
+    probabilities as percentages, column names in words."""
+    from circuitdev.book.display import fmt_interval, fmt_pct
+
+    return pd.DataFrame({
+        "heads zeroed": gt["label"], "drawn for": gt["drawn_for"].replace("", "—"), "heads": gt["n_ablated"],
+        "top-1 is a later year (95% interval)": [fmt_interval(v, lo, hi, _pct) for v, lo, hi in
+                                                 zip(gt["top1_above"], gt["top1_above_lo"], gt["top1_above_hi"])],
+        "P(later year)": gt["prob_above"].map(fmt_pct), "P(earlier year)": gt["prob_below"].map(fmt_pct),
+        "logit difference": gt["logit_diff_above_below"],
+        "whose circuit": gt["circuit_of"].replace("", "—"),
+        "heads the model lacks": gt["heads_outside_model"], "which heads": gt["heads"].map(short_heads)})
+
+
 def greater_than_text(gt: pd.DataFrame, model: str, *, heads_per_layer: int) -> str:
     """What the authors' greater-than ablation of `model` shows, in sentences (`greater_than`'s table)."""
     from circuitdev.book.display import fmt_interval
@@ -224,7 +239,8 @@ def ablation_summary(ab: pd.DataFrame) -> pd.DataFrame:
         else:
             which = short_heads(g["heads"].iloc[0])
         rows.append({"heads zeroed": label, "drawn for": drawn_for or "—", "heads": int(g["n_ablated"].iloc[0]),
-                     "top-1 at the query (95% interval)": _top1(mean) if mean is not None else "not run",
+                     "top-1 at the query (95% interval)": _top1(mean) if mean is not None else
+                     "no such control" if g["note"].fillna("").str.startswith("not possible").any() else "not run",
                      "loss of B": done["loss"].mean() if len(done) else None, "which heads": which,
                      "note": "; ".join(dict.fromkeys(n for n in g["note"].fillna("") if n)) or "—"})
     return pd.DataFrame(rows)

@@ -53,7 +53,8 @@ def pipeline_config(root: Path) -> dict:
                       *[{"name": n, "source": str(nbs / f"{n}.py"), "parameters": {}} for n in FINDING_NOTEBOOKS],
                       {"name": "refinement", "source": str(nbs / "refinement.py"), "parameters": {"panel": "toy-tiny"}},
                       {"name": "audit", "source": str(nbs / "audit.py"), "parameters": {}, "panels": []},
-                      {"name": "models", "source": str(nbs / "models.py"), "parameters": {}}],
+                      {"name": "models", "source": str(nbs / "models.py"), "parameters": {}},
+                      {"name": "toy_panel", "source": str(nbs / "toy_panel.py"), "parameters": {}}],
         "skip_missing_notebooks": False,
         "book_root": ".",
         "book": False,  # built below with warnings as errors

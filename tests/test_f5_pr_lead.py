@@ -73,3 +73,15 @@ def test_the_former_module_name_is_the_f5_module():
 def test_pr_selectivity_is_titled_and_says_when_empty():
     assert_titled(plots.pr_selectivity(two_tiers().apply(PR.head_trajectories)))
     assert_placeholder(plots.pr_selectivity(EMPTY), "pr_selectivity")
+
+
+def test_lead_summary_of_no_heads_keeps_the_keys_a_page_selects_on():
+    """A tier whose panels follow no head gives an empty summary that still has panel and head_class (the F5 page
+    selects rows by class; the small book's tiny random models form no circuit)."""
+    import pandas as pd
+
+    from circuitdev.analysis.findings.f5_pr_lead import lead_summary
+
+    empty = lead_summary(pd.DataFrame(columns=["tier"]))  # what Tiers.apply returns when no tier has rows
+    assert empty.empty and {"tier", "panel", "head_class", "median_lead"} <= set(empty.columns)
+    assert empty[empty["head_class"] == "induction"].empty

@@ -190,8 +190,8 @@ def lead_summary(leads: pd.DataFrame) -> pd.DataFrame:
     min / max lead in checkpoints of a `pr_lead` table."""
     keys = [c for c in ("tier", "panel", "head_class") if c in leads.columns]
     columns = [*keys, "heads", "formed", "median_lead", "min_lead", "max_lead"]
-    if leads.empty or "lead_checkpoints" not in leads.columns:
-        return pd.DataFrame(columns=columns)
+    if leads.empty or "lead_checkpoints" not in leads.columns:  # no head followed: the keys a page selects on
+        return pd.DataFrame(columns=[*dict.fromkeys([*keys, "panel", "head_class"]), *columns[len(keys):]])
     out = leads.groupby(keys, sort=False).agg(
         heads=("name", "size"), formed=("formation_index", "count"), median_lead=("lead_checkpoints", "median"),
         min_lead=("lead_checkpoints", "min"), max_lead=("lead_checkpoints", "max")).reset_index()

@@ -66,6 +66,10 @@ def test_floor_headroom_is_the_strongest_floor_head_against_the_bar(dev):  # noq
     assert o["share_of_bar"] == pytest.approx(35 / 30) and not o["holds"] and o["fails_at_or_below"] == 35.0
     p = room.loc[P]  # L1H0 reads 40x first at step10000 (29.99 then 30.0 before it)
     assert (p["name"], p["revision"], p["value"], p["runs"]) == ("L1H0", "step10000", 40.0, 5)
+    assert p["where"] == "L1H0 at step10000 reads 40.0× (133% of the bar)" and p["margin"] == pytest.approx(-1 / 3)
+    every = F.floor_headroom(dev, overall=True).set_index("panel").loc["all"]  # the strongest over all panels
+    assert (every["name"], every["value"], every["runs"]) == ("L1H0", 40.0, 12)
+    assert every["where"].startswith(f"{P} L1H0 at step10000")
     higher = F.floor_headroom(dev, threshold=36.0).set_index("panel").loc[O]
     assert higher["holds"] and higher["share_of_bar"] == pytest.approx(35 / 36)
     # the margin agrees with the paper's count at any bar: the floor holds exactly above fails_at_or_below
@@ -115,6 +119,8 @@ def test_verdict_fails_only_when_the_same_head_reaches_the_bar():
     dev, boot = floor_table({(0, 0, 0): above(200, half), (0, 1, 0): above(200, half + 100)})
     v = F.floor_verdict(dev, boot=boot).iloc[0]
     assert v["verdict"] == "within noise" and v["share_any"] == 1.0 and v["share_head"] == 0.5
+    assert v["statement"].endswith("it reaches the bar in 50.0% of 200 resamples, some floor head at some of the 8 "
+                                   "looks in 100.0%")
     assert F.floor_check(dev, boot=boot)["n_floor_lo"].iloc[0] >= 1  # what the any-head rule read
     dev, boot = floor_table({(0, 0, 0): above(200, half), (0, 1, 2): above(200, np.arange(196))})
     v = F.floor_verdict(dev, boot=boot).iloc[0]  # 196 / 200 = 98% >= 97.5%: one head, one revision
@@ -146,6 +152,8 @@ def test_verdict_holds_on_a_simultaneous_band_over_heads_and_revisions():
     dev, boot = floor_table({(0, 1, 0): np.full(200, 20.0)})
     v = F.floor_verdict(dev, boot=boot).iloc[0]
     assert v["verdict"] == "holds" and v["share_any"] == 0 and not v["mc_close"]  # 2.5 points from the cut > 2 se
+    assert v["statement"].startswith("holds: L1H0 at step0 reads 20.0× (95% re-measurement interval 20.0×–20.0×)")
+    assert "no floor head reaches the bar at any of the 8 looks in 100.0% of 200 resamples" in v["statement"]
 
 
 def test_verdict_upper_band_agrees_with_the_rule_and_best_class_counts_per_replicate():
@@ -175,8 +183,18 @@ def test_floor_margin_interval_is_the_maximum_re_taken_on_every_replicate():
     dev["sel_first_token"] = 20.0  # the point: every head at 20x
     m = F.floor_margin(dev, boot=boot).iloc[0]
     assert m["value"] == 20.0 and m["value_boot_mean"] > 25 and m["value_widened"] and m["value_lo"] == 20.0
-    plain = F.floor_margin(dev)
-    assert list(plain.columns) == ["panel", "revision", "revision_index", "tokens_b", "name", "value"]
+    plain = F.floor_margin(dev).iloc[0]  # no replicates: the same columns, no interval, never widened
+    assert plain["value"] == 20.0 and np.isnan(plain["value_lo"]) and not plain["value_widened"]
+    assert list(F.floor_margin(dev, boot=boot).columns) == list(F.floor_margin(dev).columns)
+
+
+def test_verdict_beside_the_mass_the_bar_means(dev):  # noqa: F811
+    masses = dev.assign(mass_first_token=0.25)
+    v = F.floor_verdict(masses, seq_len={O: 64}).set_index("panel")
+    assert v.loc[O, "bar_mass"] == pytest.approx(30 / 93) and np.isnan(v.loc[P, "bar_mass"])
+    assert v.loc[O, "statement"] == ("fails: L0H1 at step126000-tokens264B reads 35.0×; mass on position 0 0.25 "
+                                     "(the bar: 0.32 at T = 64)")
+    assert F.floor_verdict(dev, seq_len=256)["bar_mass"].tolist() == pytest.approx([30 / 285] * 3)
 
 
 def test_bar_mass_inverts_selectivity_from_mass():

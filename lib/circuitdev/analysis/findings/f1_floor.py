@@ -5,7 +5,7 @@ length."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -91,13 +91,14 @@ def bar_mass(selectivity: float | np.ndarray, seq_len: int) -> float | np.ndarra
 def floor_margin(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
                  boot: pd.DataFrame | None = None) -> pd.DataFrame:
     """F1, how close the floor comes to the bar: per (panel, revision) the head of `layers` with the largest
-    `head_class` selectivity. Columns: panel, revision, revision_index, tokens_b, name, value; with `boot` also
-    value_lo / value_hi, value_boot_mean, value_widened: the interval of the maximum itself, re-taken over the floor
-    heads on every replicate (a maximum over noisy heads is biased upwards, so its resamples may centre above the
-    point: read value_boot_mean beside it). NaN intervals without `boot` (the published tier)."""
+    `head_class` selectivity. Columns: panel, revision, revision_index, tokens_b, name, value, value_lo / value_hi,
+    value_boot_mean, value_widened: with `boot`, the interval of the maximum itself, re-taken over the floor heads
+    on every replicate (a maximum over noisy heads is biased upwards, so its resamples may centre above the point:
+    read value_boot_mean beside it, and value_widened says the interval was widened to include the point); NaN
+    (widened False) without `boot` or for panels without replicates (the published tier)."""
     if boot is not None:
-        return uncertainty.with_intervals(dev, boot, lambda d: floor_margin(d, layers=layers, head_class=head_class),
-                                          columns=["value"], discrete=False)
+        return uncertainty.with_intervals(dev, boot, lambda d: floor_margin(d, layers=layers, head_class=head_class)
+                                          .iloc[:, :6], columns=["value"], discrete=False)
     col = sel_column(check_head_class(head_class))
     ix = index(dev)
     floor = np.flatnonzero(np.isin(dev["layer"].to_numpy(), list(layers)))
@@ -107,40 +108,55 @@ def floor_margin(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_clas
     at[ix.codes[top]] = top
     value = np.where(at >= 0, dev[col].to_numpy(dtype=float)[np.maximum(at, 0)], np.nan)
     names = [head_name(dev["layer"].iloc[i], dev["head"].iloc[i]) if i >= 0 else None for i in at]
-    return ix.frame(name=names, value=value).drop(
-        columns=[c for c in ("step", "token_fraction", "n_heads") if c in ix.cols])
+    nan = np.full(len(at), np.nan)
+    return pd.DataFrame({**{c: ix.cols[c] for c in ("panel", "revision", "revision_index", "tokens_b")},
+                         "name": names, "value": value, "value_lo": nan, "value_hi": nan, "value_boot_mean": nan,
+                         "value_widened": np.zeros(len(at), bool)})
 
 
 def floor_headroom(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
-                   threshold: float = BOS_THRESHOLD) -> pd.DataFrame:
+                   threshold: float = BOS_THRESHOLD, overall: bool = False) -> pd.DataFrame:
     """F1's margin per panel: the strongest `head_class` selectivity of any head of `layers` at any revision, where
     it is, and how it compares with the bar. The floor holds at bar `threshold` iff value < threshold, so it fails
     at every bar <= value: `fails_at_or_below` is the bar below which the paper's statement breaks (e.g. OLMo's L1
-    head at 28.1x: the floor holds at 30x by a margin of 6%). Columns: panel, runs, name, revision, tokens_b,
-    value, threshold, share_of_bar (value / threshold), holds, fails_at_or_below."""
+    head at 28.1x: the floor holds at 30x by a margin of 6%). overall=True adds a row "all" for the strongest over
+    every panel (the paper states the floor for all its models at once). Columns: panel, runs, name, revision,
+    tokens_b, value, threshold, share_of_bar (value / threshold), margin (1 - share_of_bar), holds,
+    fails_at_or_below, where ("L1H1 at step2000-tokens4B reads 28.1× (94% of the bar)")."""
     col = sel_column(check_head_class(head_class))
     require(dev, ["panel", "revision", "tokens_b", "layer", "head", col], "floor_headroom")
-    rows = []
+    panels = dev["panel"].to_numpy()
     in_floor = np.isin(dev["layer"].to_numpy(), list(layers))
     value = dev[col].to_numpy(dtype=float)
-    for panel, g in dev.groupby("panel", sort=False):
-        here = g.index[in_floor[g.index]]
-        row = {"panel": panel, "runs": g["revision"].nunique(), "threshold": float(threshold)}
+    groups = [(p, np.flatnonzero(panels == p)) for p in pd.unique(panels)]
+    if overall:
+        groups.append(("all", np.arange(len(dev))))
+    rows = []
+    for panel, at in groups:
+        here = at[in_floor[at]]
+        row = {"panel": panel, "runs": len(set(zip(panels[at], dev["revision"].to_numpy()[at]))),
+               "threshold": float(threshold)}
         if len(here):
             i = here[np.argmax(value[here])]
-            row.update(name=head_name(dev.at[i, "layer"], dev.at[i, "head"]), revision=dev.at[i, "revision"],
-                       tokens_b=float(dev.at[i, "tokens_b"]), value=value[i])
+            name, revision = head_name(dev["layer"].iloc[i], dev["head"].iloc[i]), dev["revision"].iloc[i]
+            where = f"{name} at {revision} reads {value[i]:.1f}× ({value[i] / threshold:.0%} of the bar)"
+            row.update(name=name, revision=revision, tokens_b=float(dev["tokens_b"].iloc[i]), value=value[i],
+                       where=f"{panels[i]} {where}" if panel == "all" else where)
         rows.append(row)
-    out = pd.DataFrame(rows, columns=["panel", "runs", "name", "revision", "tokens_b", "value", "threshold"])
+    out = pd.DataFrame(rows, columns=["panel", "runs", "name", "revision", "tokens_b", "value", "threshold", "where"])
     out["share_of_bar"] = out["value"] / out["threshold"]
+    out["margin"] = 1 - out["share_of_bar"]
     out["holds"] = ~(out["value"] >= out["threshold"])  # no floor head at all: holds
     out["fails_at_or_below"] = out["value"]
-    return out
+    out["where"] = out["where"].fillna("no head in the floor layers")
+    return out[["panel", "runs", "name", "revision", "tokens_b", "value", "threshold", "share_of_bar", "margin",
+                "holds", "fails_at_or_below", "where"]]
 
 
 def floor_verdict(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
                   threshold: float = BOS_THRESHOLD, rule: CountingRule = "per-class",
-                  boot: pd.DataFrame | None = None, level: float = uncertainty.LEVEL) -> pd.DataFrame:
+                  boot: pd.DataFrame | None = None, level: float = uncertainty.LEVEL,
+                  seq_len: int | Mapping[str, int] | None = None) -> pd.DataFrame:
     """F1 per panel: "holds", "fails" or "within noise", with the floor head that decides it.
 
     A floor head "reaches the bar" at a revision when it counts as `head_class` at `threshold` under `rule` (the
@@ -162,9 +178,12 @@ def floor_verdict(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_cla
     holds, the nearer of the two for within noise) lies within two such errors of its cut: more resamples could
     change the verdict. Without `boot` (the published tier has no per-sequence data) the verdict is the paper's --
     holds iff no floor head reaches the bar -- and the interval and shares are NaN.
+    `seq_len` (the context length T the panel was probed at; one for all, or per panel) gives `bar_mass`, the mass on
+    position 0 the bar means at that T (`bar_mass`), to read beside the deciding head's own `mass`.
     Columns: panel, runs, looks, verdict, revision, tokens_b, name, value, value_lo, value_hi (the deciding head's
-    own 95% interval), mass (its mean attention mass on position 0, where the table has `mass_first_token`),
-    share_head, share_any, floor_upper, n_boot, mc_se, mc_close, n_floor_max, bootstrapped."""
+    own 95% re-measurement interval), mass (its mean attention mass on position 0, where the table has
+    `mass_first_token`), seq_len, bar_mass, share_head, share_any, floor_upper, n_boot, mc_se, mc_close,
+    n_floor_max, bootstrapped, statement (all of it in a sentence, for the pages)."""
     col = sel_column(check_head_class(head_class))
     floor = floor_check(dev, layers=layers, head_class=head_class, threshold=threshold, rule=rule)
     ix = index(dev)
@@ -211,9 +230,37 @@ def floor_verdict(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_cla
                      "tokens_b": float(dev["tokens_b"].iloc[i]),
                      "name": head_name(dev["layer"].iloc[i], dev["head"].iloc[i]), "value": value[i],
                      "value_lo": lo[i], "value_hi": hi[i], "mass": mass[i]})
-    return pd.DataFrame(rows, columns=["panel", "runs", "looks", "verdict", "revision", "tokens_b", "name", "value",
-                                       "value_lo", "value_hi", "mass", "share_head", "share_any", "floor_upper",
-                                       "n_boot", "mc_se", "mc_close", "n_floor_max", "bootstrapped"])
+    out = pd.DataFrame(rows, columns=["panel", "runs", "looks", "verdict", "revision", "tokens_b", "name", "value",
+                                      "value_lo", "value_hi", "mass", "share_head", "share_any", "floor_upper",
+                                      "n_boot", "mc_se", "mc_close", "n_floor_max", "bootstrapped"])
+    lengths = seq_len if isinstance(seq_len, Mapping) else {p: seq_len for p in out["panel"]}
+    out.insert(11, "seq_len", [lengths.get(p) for p in out["panel"]])
+    out.insert(12, "bar_mass", [bar_mass(threshold, t) if t else np.nan for t in out["seq_len"]])
+    out["statement"] = [_statement(r, level) for r in out.to_dict("records")]
+    return out
+
+
+def _statement(r: dict, level: float) -> str:
+    """One verdict as a sentence: the deciding head, its interval, the shares that decide, its attention mass."""
+    if pd.isna(r["value"]):
+        return f"{r['verdict']}: no head in the floor layers"
+    text = f"{r['verdict']}: {r['name']} at {r['revision']} reads {r['value']:.1f}×"
+    if r["bootstrapped"]:
+        text += f" ({level:.0%} re-measurement interval {r['value_lo']:.1f}×–{r['value_hi']:.1f}×); "
+        if r["verdict"] == "holds":
+            text += (f"no floor head reaches the bar at any of the {r['looks']} looks in {1 - r['share_any']:.1%} of "
+                     f"{r['n_boot']} resamples")
+        else:
+            text += f"it reaches the bar in {r['share_head']:.1%} of {r['n_boot']} resamples"
+            if r["verdict"] != "fails":
+                text += f", some floor head at some of the {r['looks']} looks in {r['share_any']:.1%}"
+        if r["mc_close"]:
+            text += ", within two Monte Carlo standard errors of the cut"
+    if pd.notna(r["mass"]):
+        text += f"; mass on position 0 {r['mass']:.2f}"
+        if pd.notna(r["bar_mass"]):
+            text += f" (the bar: {r['bar_mass']:.2f} at T = {r['seq_len']:.0f})"
+    return text
 
 
 def _replicate_scores(reps: uncertainty.Replicates, head_class: str, rule: CountingRule) -> np.ndarray:

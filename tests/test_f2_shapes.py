@@ -149,3 +149,33 @@ def test_each_tier_gets_its_own_fraction_axis():
     toy_top, pub_top = fig.axes[0].get_ylim()[1], fig.axes[1].get_ylim()[1]
     assert toy_top < 20 <= 100 * pub["bos_fraction"].max() <= pub_top
     assert toy_top >= 100 * toy["bos_fraction"].max()
+
+
+def test_tokens_per_step_from_the_revisions_when_the_panel_file_has_none(dev):  # noqa: F811
+    from types import SimpleNamespace
+
+    rev = lambda tokens, step: SimpleNamespace(tokens=tokens, step=step)  # noqa: E731
+    same = SimpleNamespace(tokens_per_step=None, revisions=[rev(0, 0), rev(1024, 1), rev(4096, 4)])
+    labels = SimpleNamespace(tokens_per_step=None, revisions=[rev(2_000_000_000, 1000), rev(3_048_000_000_000, 1454000)])
+    runs = F.run_differences(dev, {P: same, O: labels}).set_index("panel")
+    assert runs.loc[P, "tokens_per_step"] == 1024 and pd.isna(runs.loc[O, "tokens_per_step"])
+
+
+def test_shape_ranges_are_the_set_of_runs_of_the_grid():
+    grid = [2.0, 3.0, 5.0, 10.0, 30.0, 100.0, 300.0, 1000.0]
+    shapes = pd.DataFrame({"panel": "m", "threshold": grid,
+                           "shape": ["transition", "ramp", "transition", "transition", "transition", "ramp", "flat",
+                                     "transition"]})
+    row = F.shape_ranges(shapes).iloc[0]
+    assert (row["count"], row["ranges"]) == (5, "2×, 5–30×, 1000×")  # not "from 2× to 1000×"
+    # a threshold of the grid missing from the table breaks a run as a different shape would
+    assert F.shape_ranges(shapes[shapes["threshold"] != 10.0], thresholds=grid).iloc[0]["ranges"] == "2×, 5×, 30×, 1000×"
+    assert F.shape_ranges(shapes.assign(shape="ramp")).iloc[0]["ranges"] == "none"
+    tiers = F.shape_ranges(pd.concat([shapes.assign(tier="toy"), shapes.assign(tier="published")]))
+    assert list(tiers.columns) == ["tier", "panel", "count", "ranges"] and len(tiers) == 2
+
+
+def test_run_differences_reads_the_panel_files_by_name(dev):  # noqa: F811
+    runs = F.run_differences(dev).set_index("panel")
+    assert runs.loc[O, "tokens_per_step"] == 2_097_152  # the file has none: the published run's
+    assert runs.loc[E, "architecture"] == "olmoe" and "Trained on" in runs.loc[P, "description"]

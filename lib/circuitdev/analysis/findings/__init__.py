@@ -2,7 +2,7 @@
 developmental table; one module per finding, as the book has one page per finding:
 
     f1_floor        layer_counts, floor_check, floor_summary, floor_margin, floor_headroom, floor_verdict, bar_mass
-    f2_shapes       bos_fraction, trajectory_shape, steepest_rise, run_differences
+    f2_shapes       bos_fraction, trajectory_shape, steepest_rise, shape_ranges, run_differences, panel_files
     f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap
     f4_convergence  circuit_recall (recall, precision, Jaccard), faded_heads, recall_milestones
     f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated
@@ -44,7 +44,8 @@ from circuitdev.analysis.findings.basics import BOS, EPS
 from circuitdev.analysis.findings.f1_floor import (VERDICTS, bar_mass, floor_check, floor_headroom, floor_margin,
                                                    floor_summary, floor_verdict, layer_counts)
 from circuitdev.analysis.findings.f2_shapes import (MIN_RISE_HEADS, MIN_RISE_PP, MIN_SPAN_EFOLDS, RUN_COLUMNS,
-                                                    bos_fraction, run_differences, steepest_rise, trajectory_shape)
+                                                    bos_fraction, panel_files, run_differences, shape_ranges,
+                                                    steepest_rise, trajectory_shape)
 from circuitdev.analysis.findings.f3_milestones import (FIG1B_MILESTONES, MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES,
                                                         Milestone, milestone, milestone_gap, milestones)
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, faded_heads, recall_milestones
@@ -66,7 +67,8 @@ __all__ = [
     "VERDICTS", "layer_counts", "floor_check", "floor_summary", "floor_margin", "floor_headroom", "floor_verdict",
     "bar_mass",
     # F2
-    "bos_fraction", "trajectory_shape", "steepest_rise", "run_differences", "RUN_COLUMNS", "MIN_RISE_PP",
+    "bos_fraction", "trajectory_shape", "steepest_rise", "shape_ranges", "run_differences", "panel_files",
+    "RUN_COLUMNS", "MIN_RISE_PP",
     "MIN_RISE_HEADS", "MIN_SPAN_EFOLDS",
     # F3
     "Milestone", "PAPER_MILESTONES", "FIG1B_MILESTONES", "MILESTONE_WINDOW_COLUMNS", "milestone", "milestones",

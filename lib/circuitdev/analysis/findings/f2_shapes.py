@@ -4,7 +4,7 @@ tokens, which does not depend on where the revisions fall), and what differs bet
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -126,14 +126,17 @@ RUN_COLUMNS = ["panel", "architecture", "layers", "heads_per_layer", "heads", "d
                "final_tokens_b", "revisions", "description"]
 
 
-def run_differences(dev: pd.DataFrame, panels: Mapping[str, Any]) -> pd.DataFrame:
+def run_differences(dev: pd.DataFrame, panels: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """What differs between the runs a comparison of shapes sets side by side: one architecture per training run
     confounds architecture with training data and tokens per step. Per panel of `dev`: architecture (the panel
     file's family), layers and heads per layer (from the table), dtype, tokens per step, final tokens (B) and the
     number of revisions (from the table), and the panel file's description (its training data, where it says).
     `panels`: panel name -> the panel as `sources.panels.load_panel` reads it (or anything with `family`, `dtype`,
-    `tokens_per_step`, `description`); a panel missing from it gets None there. Columns: RUN_COLUMNS."""
+    `tokens_per_step`, `description`, `revisions`); a panel missing from it gets None there. None (default): each
+    panel's file, read by name (`panel_files`). Tokens per step: the panel's own, else tokens / step where every
+    revision with a step gives the same. Columns: RUN_COLUMNS."""
     require(dev, ["panel", "revision", "tokens_b", "layer", "head"], "run_differences")
+    panels = panel_files(pd.unique(dev["panel"])) if panels is None else panels
     ix = index(dev)
     rows = []
     for panel, at in ix.panels():
@@ -142,7 +145,66 @@ def run_differences(dev: pd.DataFrame, panels: Mapping[str, Any]) -> pd.DataFram
         layers, per_layer = int(g["layer"].max()) + 1, int(g["head"].max()) + 1
         rows.append({"panel": panel, "architecture": getattr(info, "family", None), "layers": layers,
                      "heads_per_layer": per_layer, "heads": int(ix.cols["n_heads"][at].max()),
-                     "dtype": getattr(info, "dtype", None), "tokens_per_step": getattr(info, "tokens_per_step", None),
+                     "dtype": getattr(info, "dtype", None), "tokens_per_step": _tokens_per_step(info),
                      "final_tokens_b": float(ix.cols["tokens_b"][at].max()), "revisions": len(at),
                      "description": " ".join(str(getattr(info, "description", "") or "").split()) or None})
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def panel_files(names) -> dict[str, Any]:
+    """The panel file of each name that has one (`sources.panels.load_panel`, hub ids left unresolved), with the
+    published run's tokens per step (`sources.published.PUBLISHED_PANELS`) where the file states none (OLMo's
+    revisions are labelled by tokens)."""
+    from dataclasses import replace
+
+    from circuitdev.errors import ConfigError
+    from circuitdev.sources.panels import load_panel
+    from circuitdev.sources.published import PUBLISHED_PANELS
+
+    out = {}
+    for name in names:
+        try:
+            panel = load_panel(name, resolve_hub=False)
+        except ConfigError:
+            continue
+        if not panel.tokens_per_step and name in PUBLISHED_PANELS:
+            panel = replace(panel, tokens_per_step=PUBLISHED_PANELS[name].tokens_per_step)
+        out[name] = panel
+    return out
+
+
+def shape_ranges(shapes: pd.DataFrame, *, shape: str = "transition", column: str = "shape",
+                 thresholds: Sequence[float] | None = None) -> pd.DataFrame:
+    """Where across a grid of thresholds a model has a shape (a `findings.shape_sensitivity` table, with a tier
+    column or not): the thresholds at which `column` equals `shape`, as the set of runs of consecutive grid points
+    they really are -- "2×, 5–300×, 1000×", never "from 2× to 1000×" when the shape breaks in between -- and how
+    many. `thresholds`: the grid (default: the thresholds in the table). Columns: [tier], panel, count, ranges."""
+    require(shapes, ["panel", "threshold", column], "shape_ranges", allow_empty=True)
+    keys = [c for c in ("tier", "panel") if c in shapes.columns]
+    grid = sorted(thresholds if thresholds is not None else pd.unique(shapes["threshold"]))
+    fmt = lambda x: f"{x:.0f}" if x >= 100 else f"{x:.3g}"  # noqa: E731
+    rows = []
+    for key, g in shapes.groupby(keys, sort=False):
+        hit = set(g.loc[g[column] == shape, "threshold"])
+        runs: list[list[float]] = []
+        for i, tau in enumerate(grid):
+            if tau in hit:
+                if runs and i > 0 and grid[i - 1] in hit:
+                    runs[-1].append(tau)
+                else:
+                    runs.append([tau])
+        text = ", ".join(f"{fmt(r[0])}×" if len(r) == 1 else f"{fmt(r[0])}–{fmt(r[-1])}×" for r in runs)
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "count": len(hit),
+                     "ranges": text or "none"})
+    return pd.DataFrame(rows, columns=[*keys, "count", "ranges"])
+
+
+def _tokens_per_step(panel: Any) -> int | None:
+    """The panel's tokens per optimizer step, else the one ratio tokens / step its revisions share (None if not)."""
+    if getattr(panel, "tokens_per_step", None):
+        return int(panel.tokens_per_step)
+    ratios = {r.tokens / r.step for r in getattr(panel, "revisions", ()) if getattr(r, "step", None)}
+    if len(ratios) != 1:
+        return None
+    ratio = float(ratios.pop())
+    return int(ratio) if ratio.is_integer() else None

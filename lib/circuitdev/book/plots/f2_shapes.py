@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from circuitdev.book.plots.axes import band, figure_title, placeholder, tier_lines, tier_title
 from circuitdev.schema import BOS_THRESHOLD
@@ -32,8 +33,9 @@ def bos_fraction_lines(frac: pd.DataFrame, *, threshold: float = BOS_THRESHOLD) 
         heads = pd.unique(g["n_heads"]) if "n_heads" in g.columns else []
         if len(heads) == 1 and top < 100:  # a small model: count its heads on the right
             n = float(heads[0])
-            ax.secondary_yaxis("right", functions=(lambda y, n=n: y * n / 100, lambda k, n=n: 100 * k / n)) \
-                .set_ylabel(f"heads (of {n:g})", fontsize=8)
+            right = ax.secondary_yaxis("right", functions=(lambda y, n=n: y * n / 100, lambda k, n=n: 100 * k / n))
+            right.set_ylabel(f"heads (of {n:g})", fontsize=8)
+            right.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(tier_title(tier), fontsize=10)
         ax.legend(title="model", fontsize=8, title_fontsize=8, loc="upper left")
     figure_title(fig, "Attention-sink (BOS) heads as a share of all heads over training (each tier on its own "

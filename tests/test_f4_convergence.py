@@ -49,6 +49,8 @@ def test_recall_curves_draw_the_recall():
     fig = plots.recall_curves(recall)
     ys = np.concatenate([line.get_ydata() for ax in fig.axes for line in ax.get_lines() if len(line.get_ydata()) > 2])
     assert set(np.round(ys, 6)) >= set(np.round(100 * recall["recall"].dropna().to_numpy(), 6))
+    assert set(np.round(ys[np.isfinite(ys)], 6)) >= set(np.round(100 * recall["precision"].dropna().to_numpy(), 6))
+    assert len([ax for ax in fig.axes if ax.axison]) == 2  # one panel per model: one in each tier
     assert_placeholder(plots.recall_curves(EMPTY), "recall_curves")
 
 
@@ -91,3 +93,12 @@ def test_recall_intervals_include_precision():
     d = d.assign(sel_induction=np.where(d["layer"] == 1, 60.0, 1.0))
     rec = F.circuit_recall(d, boot=boot)
     assert (rec["precision"] == 1).all() and (rec["precision_lo"] == 1).all() and not rec["recall_widened"].any()
+
+
+def test_recall_milestones_carry_the_screen_there(dev):  # noqa: F811
+    ms = F.recall_milestones(F.circuit_recall(dev))
+    assert by_panel(ms, P, "precision") == pytest.approx([2 / 3, 2 / 3, 1])  # step3000, step3000, step143000
+    assert by_panel(ms, P, "n_screened") == [3, 3, 3]
+    bare = F.recall_milestones(F.circuit_recall(dev)[["panel", "revision", "revision_index", "tokens_b",
+                                                      "token_fraction", "recall"]])
+    assert "precision" not in bare.columns

@@ -100,9 +100,11 @@ def faded_heads(dev: pd.DataFrame, *, head_class: str = "induction", threshold: 
 def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3, 2 / 3, 1.0)) -> pd.DataFrame:
     """F4: first revision whose recall reaches each level (paper: 33/67/100%, i.e. 1/3, 2/3, 3/3 of a 3-head
     circuit; use exact fractions, as 2/3 = 0.667 < 0.67). Columns: panel, level, level_pct, revision,
-    revision_index, tokens_b, token_fraction (None / NaN where never reached)."""
+    revision_index, tokens_b, token_fraction (None / NaN where never reached), and where `recall` has them (a
+    `circuit_recall` table) the screen there: n_screened, n_found, precision, jaccard."""
     rows = []
     panels, value = recall["panel"].to_numpy(), recall["recall"].to_numpy(dtype=float)
+    screen = [c for c in ("n_screened", "n_found", "precision", "jaccard") if c in recall.columns]
     for panel in pd.unique(panels):
         idx = np.flatnonzero(panels == panel)
         for level in levels:
@@ -112,5 +114,7 @@ def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3,
                          "revision": first["revision"] if first is not None else None,
                          "revision_index": int(first["revision_index"]) if first is not None else None,
                          "tokens_b": float(first["tokens_b"]) if first is not None else np.nan,
-                         "token_fraction": float(first["token_fraction"]) if first is not None else np.nan})
-    return pd.DataFrame(rows)
+                         "token_fraction": float(first["token_fraction"]) if first is not None else np.nan,
+                         **{c: float(first[c]) if first is not None else np.nan for c in screen}})
+    return pd.DataFrame(rows, columns=["panel", "level", "level_pct", "revision", "revision_index", "tokens_b",
+                                       "token_fraction", *screen])

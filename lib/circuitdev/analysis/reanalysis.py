@@ -7,7 +7,8 @@ Output tables name the panel `model`. The contract tables (other issues and chec
     bos_fraction.csv   model, revision, tokens_b, n_heads, n_bos, bos_fraction (a fraction in [0, 1])
     layer_counts.csv   model, revision, layer, n_bos
     milestones.csv     model, milestone, revision, tokens_b (empty revision / tokens where never reached)
-    recall.csv         model, revision, tokens_b, recall
+    recall.csv         model, revision, tokens_b, recall, precision, jaccard (precision: the share of the heads
+                       screened at the revision that are in the final circuit; jaccard: their overlap with it)
     audit.csv          claim, paper_value, data_value, status (match / differs), reason
 
 The others carry the detail: developmental_table, f1_floor, f2_shape, f2_shape_sensitivity, f3_gaps, f4_circuit,
@@ -34,7 +35,7 @@ CONTRACT_COLUMNS: dict[str, list[str]] = {
     "bos_fraction": ["model", "revision", "tokens_b", "n_heads", "n_bos", "bos_fraction"],
     "layer_counts": ["model", "revision", "layer", "n_bos"],
     "milestones": ["model", "milestone", "revision", "tokens_b"],
-    "recall": ["model", "revision", "tokens_b", "recall"],
+    "recall": ["model", "revision", "tokens_b", "recall", "precision", "jaccard"],
     "audit": AUDIT_COLUMNS,
 }
 # F5 follows the final-revision circuit of each class at its formation threshold (induction 50x, prev-token 100x,

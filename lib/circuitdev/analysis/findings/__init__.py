@@ -1,10 +1,10 @@
 """The paper's findings F1-F6, a threshold sensitivity and the refinement metrics, as pure functions over a
 developmental table; one module per finding, as the book has one page per finding:
 
-    f1_floor        layer_counts, floor_check, floor_summary, floor_margin, floor_verdict
-    f2_shapes       bos_fraction, trajectory_shape
+    f1_floor        layer_counts, floor_check, floor_summary, floor_margin, floor_headroom, floor_verdict, bar_mass
+    f2_shapes       bos_fraction, trajectory_shape, steepest_rise, shape_ranges, run_differences, panel_files
     f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap
-    f4_convergence  circuit_recall, recall_milestones
+    f4_convergence  circuit_recall (recall, precision, Jaccard), faded_heads, recall_milestones
     f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
     sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity, transition_range
@@ -41,12 +41,14 @@ from __future__ import annotations
 from circuitdev.analysis.devtable import (final_circuit, head_counts, head_mask, head_name, reuse_indexes,
                                           revisions)
 from circuitdev.analysis.findings.basics import BOS, EPS
-from circuitdev.analysis.findings.f1_floor import (VERDICTS, floor_check, floor_margin, floor_summary, floor_verdict,
-                                                   layer_counts)
-from circuitdev.analysis.findings.f2_shapes import bos_fraction, trajectory_shape
+from circuitdev.analysis.findings.f1_floor import (VERDICTS, bar_mass, floor_check, floor_headroom, floor_margin,
+                                                   floor_summary, floor_verdict, layer_counts)
+from circuitdev.analysis.findings.f2_shapes import (MIN_RISE_HEADS, MIN_RISE_PP, MIN_SPAN_EFOLDS, RUN_COLUMNS,
+                                                    bos_fraction, panel_files, run_differences, shape_ranges,
+                                                    steepest_rise, trajectory_shape)
 from circuitdev.analysis.findings.f3_milestones import (FIG1B_MILESTONES, MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES,
                                                         Milestone, milestone, milestone_gap, milestones)
-from circuitdev.analysis.findings.f4_convergence import circuit_recall, recall_milestones
+from circuitdev.analysis.findings.f4_convergence import circuit_recall, faded_heads, recall_milestones
 from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, PR_SIGNAL_FLOOR,
                                                      ElevationRule, PanelHeads, head_trajectories, lead_summary,
                                                      parse_head, pr_elevated, pr_features, pr_lead,
@@ -62,14 +64,17 @@ __all__ = [
     # table basics (analysis.devtable) and what the findings share
     "final_circuit", "head_counts", "head_mask", "head_name", "reuse_indexes", "revisions", "BOS", "EPS",
     # F1
-    "VERDICTS", "layer_counts", "floor_check", "floor_summary", "floor_margin", "floor_verdict",
+    "VERDICTS", "layer_counts", "floor_check", "floor_summary", "floor_margin", "floor_headroom", "floor_verdict",
+    "bar_mass",
     # F2
-    "bos_fraction", "trajectory_shape",
+    "bos_fraction", "trajectory_shape", "steepest_rise", "shape_ranges", "run_differences", "panel_files",
+    "RUN_COLUMNS", "MIN_RISE_PP",
+    "MIN_RISE_HEADS", "MIN_SPAN_EFOLDS",
     # F3
     "Milestone", "PAPER_MILESTONES", "FIG1B_MILESTONES", "MILESTONE_WINDOW_COLUMNS", "milestone", "milestones",
     "milestone_gap",
     # F4
-    "circuit_recall", "recall_milestones",
+    "circuit_recall", "faded_heads", "recall_milestones",
     # F5
     "ElevationRule", "PanelHeads", "FORMATION_THRESHOLDS", "PR_SIGNAL_FLOOR", "DEFAULT_ELEVATION_GRID", "parse_head",
     "head_trajectories", "pr_elevated", "pr_lead", "lead_summary", "pr_lead_sensitivity", "pr_features",

@@ -3,10 +3,14 @@ developmental table; one module per finding, as the book has one page per findin
 
     f1_floor        layer_counts, floor_check, floor_summary, floor_margin, floor_verdict
     f2_shapes       bos_fraction, trajectory_shape
-    f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap
+    f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap,
+                    BehaviourMilestone, BEHAVIOUR_MILESTONES, behaviour_milestones, bound_text, milestone_text
     f4_convergence  circuit_recall, recall_milestones
     f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
+    robustness      ROBUSTNESS_THRESHOLDS, ROBUSTNESS_CLAIMS, robustness_table, holds_ranges, ranges_text,
+                    claim_summary (every threshold-dependent claim over one grid of bars and rules)
+    hangs_on        hangs_on, milestone_margin, kth_strongest (what a claim hangs on: the deciding head, its margin)
     sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity, transition_range
     refinement      REVISION_METRICS, revision_metric, event_window, window_comparison, milestone_window_comparison,
                     PanelView (the refinement page's view of one record panel)
@@ -44,8 +48,11 @@ from circuitdev.analysis.findings.basics import BOS, EPS
 from circuitdev.analysis.findings.f1_floor import (VERDICTS, floor_check, floor_margin, floor_summary, floor_verdict,
                                                    layer_counts)
 from circuitdev.analysis.findings.f2_shapes import bos_fraction, trajectory_shape
-from circuitdev.analysis.findings.f3_milestones import (FIG1B_MILESTONES, MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES,
-                                                        Milestone, milestone, milestone_gap, milestones)
+from circuitdev.analysis.findings.f3_milestones import (BEHAVIOUR_MILESTONES, BOUND_SIGNS, FIG1B_MILESTONES,
+                                                        MILESTONE_COLUMNS, MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES,
+                                                        BehaviourMilestone, Bound, Milestone, behaviour_milestones,
+                                                        bound_text, milestone, milestone_gap, milestone_text,
+                                                        milestones)
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, recall_milestones
 from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, PR_SIGNAL_FLOOR,
                                                      ElevationRule, PanelHeads, head_trajectories, lead_summary,
@@ -54,6 +61,11 @@ from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FOR
 from circuitdev.analysis.findings.f6_noise_floor import NULL_COLUMNS, noise_floor, null_statistics
 from circuitdev.analysis.findings.refinement import (REVISION_METRICS, PanelView, event_window,
                                                      milestone_window_comparison, revision_metric, window_comparison)
+from circuitdev.analysis.findings.hangs_on import HANGS_ON_COLUMNS, hangs_on, kth_strongest, milestone_margin
+from circuitdev.analysis.findings.robustness import (ALL, COUNTING_RULES, MILESTONE_RULES, PAPER_SHAPES,
+                                                     ROBUSTNESS_CLAIMS, ROBUSTNESS_COLUMNS, ROBUSTNESS_THRESHOLDS,
+                                                     VARIED_CLASS, RobustClaim, claim_summary, family_of,
+                                                     holds_ranges, ranges_text, robust_claim, robustness_table)
 from circuitdev.analysis.findings.seeds import SEED_SUFFIX, seed_of, seed_spread
 from circuitdev.analysis.findings.sensitivity import (SENSITIVITY_THRESHOLDS, shape_sensitivity, threshold_sensitivity,
                                                       transition_range)
@@ -66,8 +78,9 @@ __all__ = [
     # F2
     "bos_fraction", "trajectory_shape",
     # F3
-    "Milestone", "PAPER_MILESTONES", "FIG1B_MILESTONES", "MILESTONE_WINDOW_COLUMNS", "milestone", "milestones",
-    "milestone_gap",
+    "Milestone", "PAPER_MILESTONES", "FIG1B_MILESTONES", "MILESTONE_COLUMNS", "MILESTONE_WINDOW_COLUMNS", "milestone",
+    "milestones", "milestone_gap", "Bound", "BOUND_SIGNS", "bound_text", "milestone_text", "BehaviourMilestone",
+    "BEHAVIOUR_MILESTONES", "behaviour_milestones",
     # F4
     "circuit_recall", "recall_milestones",
     # F5
@@ -80,6 +93,11 @@ __all__ = [
     # refinement
     "REVISION_METRICS", "revision_metric", "event_window", "window_comparison", "milestone_window_comparison",
     "PanelView",
+    # robustness (issue 21)
+    "ROBUSTNESS_THRESHOLDS", "ROBUSTNESS_CLAIMS", "ROBUSTNESS_COLUMNS", "RobustClaim", "COUNTING_RULES",
+    "MILESTONE_RULES", "PAPER_SHAPES", "VARIED_CLASS", "ALL", "family_of", "robust_claim", "robustness_table",
+    "holds_ranges", "ranges_text", "claim_summary", "HANGS_ON_COLUMNS", "hangs_on", "kth_strongest",
+    "milestone_margin",
     # seed replicas
     "SEED_SUFFIX", "seed_of", "seed_spread",
 ]

@@ -106,6 +106,10 @@ def test_behaviour_milestones_on_known_crossings():
     assert late.set_index("milestone").loc["icl_1nat", "bound"] == "upper"  # at the first probe, after step 0
     unmeasured = F.behaviour_milestones(revision_table(drop=(np.nan,) * 5))
     assert not unmeasured["measure"].eq("top1_drop").any()  # never measured: no row, not "never reached"
+    partial = F.behaviour_milestones(revision_table(drop=(np.nan, 0.0, 0.05, np.nan, np.nan))).set_index("milestone")
+    assert partial.loc["drop_10pp", "bound"] == "lower"  # not reached where measured: after step2, the last measured
+    assert partial.loc["drop_10pp", "bound_tokens_b"] == 2e-6
+    assert F.BEHAVIOUR_MILESTONES[4].label() == "circuit ablation costs ≥ 10 pp"
 
 
 def test_behaviour_milestone_windows_from_the_replicates():

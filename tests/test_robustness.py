@@ -24,14 +24,17 @@ from circuitdev.analysis.reanalysis import reanalyse
 from circuitdev.errors import ConfigError
 from findings_fixtures import E, O, P
 from findings_fixtures import dev  # noqa: F401  (pytest fixture)
-from published_fixtures import published_fixture, real_published_dir  # noqa: F401  (pytest fixture)
+from published_fixtures import published_fixture, real_published_dir, write_published  # noqa: F401  (fixture)
 
 REQUIRED = ["claim", "panel", "varied", "threshold", "rule", "value", "holds", "censored"]
 
 
-@pytest.fixture
-def table(dev):  # noqa: F811
-    return F.robustness_table(dev)
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    """The robustness table of the fixture, computed once for the module."""
+    from circuitdev.sources.published import load_published
+
+    return F.robustness_table(load_published(write_published(tmp_path_factory.mktemp("pub"))).table)
 
 
 def rows(table, claim, panel, **where):

@@ -3,8 +3,9 @@ developmental table; one module per finding, as the book has one page per findin
 
     f1_floor        layer_counts, floor_check, floor_summary, floor_margin, floor_verdict
     f2_shapes       bos_fraction, trajectory_shape
-    f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap,
-                    BehaviourMilestone, BEHAVIOUR_MILESTONES, behaviour_milestones, bound_text, milestone_text
+    f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap, bound_text,
+                    fmt_ratio, milestone_text, with_texts, gap_texts (censored values written as bounds)
+    f3_behaviour    BehaviourMilestone, BEHAVIOUR_MILESTONES, behaviour_milestones, behaviour_specs, milestone_order
     f4_convergence  circuit_recall, recall_milestones
     f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
@@ -48,11 +49,13 @@ from circuitdev.analysis.findings.basics import BOS, EPS
 from circuitdev.analysis.findings.f1_floor import (VERDICTS, floor_check, floor_margin, floor_summary, floor_verdict,
                                                    layer_counts)
 from circuitdev.analysis.findings.f2_shapes import bos_fraction, trajectory_shape
-from circuitdev.analysis.findings.f3_milestones import (BEHAVIOUR_MILESTONES, BOUND_SIGNS, FIG1B_MILESTONES,
-                                                        MILESTONE_COLUMNS, MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES,
-                                                        BehaviourMilestone, Bound, Milestone, behaviour_milestones,
-                                                        bound_text, milestone, milestone_gap, milestone_text,
-                                                        milestones)
+from circuitdev.analysis.findings.f3_behaviour import (BEHAVIOUR_MILESTONES, BehaviourMilestone, behaviour_milestones,
+                                                       behaviour_specs, milestone_order)
+from circuitdev.analysis.findings.f3_milestones import (BOUND_SIGNS, FIG1B_MILESTONES, MILESTONE_COLUMNS,
+                                                        MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES, Bound, Milestone,
+                                                        bound_text, describe_milestones, fmt_ratio, gap_row, gap_texts,
+                                                        milestone, milestone_gap,
+                                                        milestone_text, milestones, reached_table, with_texts)
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, recall_milestones
 from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, PR_SIGNAL_FLOOR,
                                                      ElevationRule, PanelHeads, head_trajectories, lead_summary,
@@ -64,8 +67,9 @@ from circuitdev.analysis.findings.refinement import (REVISION_METRICS, PanelView
 from circuitdev.analysis.findings.hangs_on import HANGS_ON_COLUMNS, hangs_on, kth_strongest, milestone_margin
 from circuitdev.analysis.findings.robustness import (ALL, COUNTING_RULES, MILESTONE_RULES, PAPER_SHAPES,
                                                      ROBUSTNESS_CLAIMS, ROBUSTNESS_COLUMNS, ROBUSTNESS_THRESHOLDS,
-                                                     VARIED_CLASS, RobustClaim, claim_summary, family_of,
-                                                     holds_ranges, ranges_text, robust_claim, robustness_table)
+                                                     VARIED_CLASS, RobustClaim, claim_summary, claims_frame, family_of,
+                                                     holds_ranges, ranges_sentence, ranges_text, robust_claim,
+                                                     robustness_table, rule_verdicts)
 from circuitdev.analysis.findings.seeds import SEED_SUFFIX, seed_of, seed_spread
 from circuitdev.analysis.findings.sensitivity import (SENSITIVITY_THRESHOLDS, shape_sensitivity, threshold_sensitivity,
                                                       transition_range)
@@ -79,8 +83,9 @@ __all__ = [
     "bos_fraction", "trajectory_shape",
     # F3
     "Milestone", "PAPER_MILESTONES", "FIG1B_MILESTONES", "MILESTONE_COLUMNS", "MILESTONE_WINDOW_COLUMNS", "milestone",
-    "milestones", "milestone_gap", "Bound", "BOUND_SIGNS", "bound_text", "milestone_text", "BehaviourMilestone",
-    "BEHAVIOUR_MILESTONES", "behaviour_milestones",
+    "milestones", "milestone_gap", "Bound", "BOUND_SIGNS", "bound_text", "fmt_ratio", "milestone_text", "with_texts",
+    "reached_table", "describe_milestones", "gap_row", "gap_texts", "BehaviourMilestone", "BEHAVIOUR_MILESTONES",
+    "behaviour_milestones", "behaviour_specs", "milestone_order",
     # F4
     "circuit_recall", "recall_milestones",
     # F5
@@ -96,7 +101,8 @@ __all__ = [
     # robustness (issue 21)
     "ROBUSTNESS_THRESHOLDS", "ROBUSTNESS_CLAIMS", "ROBUSTNESS_COLUMNS", "RobustClaim", "COUNTING_RULES",
     "MILESTONE_RULES", "PAPER_SHAPES", "VARIED_CLASS", "ALL", "family_of", "robust_claim", "robustness_table",
-    "holds_ranges", "ranges_text", "claim_summary", "HANGS_ON_COLUMNS", "hangs_on", "kth_strongest",
+    "holds_ranges", "ranges_text", "ranges_sentence", "claim_summary", "rule_verdicts", "claims_frame",
+    "HANGS_ON_COLUMNS", "hangs_on", "kth_strongest",
     "milestone_margin",
     # seed replicas
     "SEED_SUFFIX", "seed_of", "seed_spread",

@@ -1,6 +1,6 @@
 """F3, the milestones: the first revision at which each count milestone holds (the paper's table and Fig. 1B
-rules), with its bootstrap window, and the token gap between two milestones; the same first-revision rule for the
-behaviour measured per revision (`behaviour_milestones`: top-1, ICL score, the cost of ablating the circuit).
+rules), with its bootstrap window, and the token gap between two milestones (the same rule for the behaviour measured
+per revision is `f3_behaviour`).
 
 Censoring. A grid of revisions sees an event only between two probes: a milestone that already holds at the first
 probed revision was reached at or before it, one never reached lies beyond the last. Every table here says so:
@@ -14,13 +14,14 @@ revision, so its gap is "≥ 21×"). `bound_text` and `milestone_text` write the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Callable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import uncertainty
-from circuitdev.analysis.devtable import head_mask, index, require
+from circuitdev.analysis.devtable import head_mask, index
 from circuitdev.analysis.findings.basics import BOS, EPS
 from circuitdev.errors import ConfigError
 from circuitdev.measure.classify import CountingRule
@@ -66,6 +67,11 @@ FIG1B_MILESTONES: tuple[Milestone, ...] = (
     Milestone("previous_token_10_heads_100x", "previous-token", PREV_TOKEN_THRESHOLD, min_heads=10),
     Milestone("bos_10pct", BOS, BOS_THRESHOLD, min_fraction=0.10),
 )
+
+
+def describe_milestones(specs: Sequence[Milestone] = PAPER_MILESTONES) -> pd.DataFrame:
+    """The milestones in words: milestone, reached when ("≥ 3 heads with induction selectivity ≥ 50×")."""
+    return pd.DataFrame([(m.name, m.describe()) for m in specs], columns=["milestone", "reached when"])
 
 
 def milestone(name: str, *, threshold: float | None = None) -> Milestone:
@@ -158,104 +164,6 @@ def milestones(dev: pd.DataFrame, *, specs: Sequence[Milestone] = PAPER_MILESTON
     return pd.concat([out, window], axis=1)
 
 
-# ------------------------------------------------------------------------------------- behaviour per revision
-BehaviourMeasure = Literal["top1", "icl_score", "top1_drop"]
-_MEASURES: dict[str, tuple[str, Callable[[float], str]]] = {
-    "top1": ("top-1 accuracy at the query (second A → B)", lambda v: f"{100 * v:g}%"),
-    "icl_score": ("in-context-learning score (loss on a span's first occurrence minus on its repeat)",
-                  lambda v: f"{v:g} nat" + ("s" if v != 1 else "")),
-    "top1_drop": ("top-1 lost when the final induction circuit is zero-ablated", lambda v: f"{100 * v:g} pp"),
-}
-
-
-@dataclass(frozen=True)
-class BehaviourMilestone:
-    name: str  # column-safe id, e.g. "top1_25pct"
-    measure: BehaviourMeasure  # a column of the revision table (sources.store.load_revision_table)
-    level: float  # reached when measure >= level (top1 and top1_drop as fractions: 0.25 = 25%, 25 pp)
-
-    def __post_init__(self) -> None:
-        if self.measure not in _MEASURES:
-            raise ConfigError(f"behaviour milestone {self.name!r}: measure must be one of {', '.join(_MEASURES)}, "
-                              f"got {self.measure!r}")
-
-    def describe(self) -> str:
-        """In words: "top-1 accuracy at the query (second A → B) ≥ 25%"."""
-        words, write = _MEASURES[self.measure]
-        return f"{words} ≥ {write(self.level)}"
-
-
-# Default behavioural milestones: top-1 crossing a quarter and a half, the ICL score 1 and 3 nats, and the circuit
-# becoming necessary (ablating it costs 10 / 25 points of top-1).
-BEHAVIOUR_MILESTONES: tuple[BehaviourMilestone, ...] = (
-    BehaviourMilestone("top1_25pct", "top1", 0.25), BehaviourMilestone("top1_50pct", "top1", 0.50),
-    BehaviourMilestone("icl_1nat", "icl_score", 1.0), BehaviourMilestone("icl_3nats", "icl_score", 3.0),
-    BehaviourMilestone("drop_10pp", "top1_drop", 0.10), BehaviourMilestone("drop_25pp", "top1_drop", 0.25),
-)
-
-
-def _hits(values: np.ndarray, level: float, sustained: bool) -> np.ndarray:
-    ok = np.nan_to_num(values, nan=-np.inf) >= level - EPS
-    return np.logical_and.accumulate(ok[..., ::-1], axis=-1)[..., ::-1] if sustained else ok
-
-
-def behaviour_milestones(revisions: pd.DataFrame, *, specs: Sequence[BehaviourMilestone] = BEHAVIOUR_MILESTONES,
-                         sustained: bool = False, boot: pd.DataFrame | None = None) -> pd.DataFrame:
-    """F3 beside behaviour: the first revision at which each behavioural measure reaches its level, with the same
-    rules as `milestones` (first hit, or `sustained`; censoring columns; windows).
-
-    `revisions`: one row per revision (`sources.store.load_revision_table`, any panels): panel, revision, tokens_b
-    and the measures (top1, icl_score, top1_drop). A (panel, milestone) whose measure was never measured there
-    (all NaN: an old record, no ablation over training) gives no row; a NaN revision does not count as reached.
-    With `boot` (`RecordSet.behaviour_boot()`: panel, revision, replicate, top1, loss_b, icl_score) also the window
-    of MILESTONE_WINDOW_COLUMNS from the replicates (a revision without replicates keeps its point value in every
-    replicate; top1_drop has none: no window). Columns: panel, milestone, measure, level, MILESTONE_COLUMNS[2:]
-    (+ the window columns)."""
-    require(revisions, ["panel", "revision", "tokens_b"], "behaviour_milestones", allow_empty=True)
-    table = revisions.assign(_p=pd.factorize(revisions["panel"])[0]).sort_values(
-        ["_p", "tokens_b"], kind="stable").reset_index(drop=True)
-    panel_of, tokens = table["panel"].to_numpy(), table["tokens_b"].to_numpy(dtype=float)
-    starts = np.flatnonzero(np.r_[True, panel_of[1:] != panel_of[:-1]]) if len(table) else np.array([], int)
-    position = np.arange(len(table)) - np.repeat(starts, np.diff(np.r_[starts, len(table)]))
-    final = pd.Series(tokens).groupby(panel_of).transform("max").to_numpy() if len(table) else tokens
-    cols = {"revision": table["revision"].to_numpy(), "revision_index": position, "tokens_b": tokens,
-            "token_fraction": np.divide(tokens, final, out=np.full(len(tokens), np.nan), where=final > 0)}
-    rows, windows = [], []
-    for panel in pd.unique(panel_of):
-        idx = np.flatnonzero(panel_of == panel)
-        reps = _behaviour_replicates(boot, panel, table["revision"].to_numpy()[idx]) if boot is not None else {}
-        for spec in specs:
-            values = table[spec.measure].to_numpy(dtype=float)[idx] if spec.measure in table.columns else None
-            if values is None or np.isnan(values).all():
-                continue
-            ok = _hits(values, spec.level, sustained)
-            rows.append({**_first_row(panel, spec.name, idx, ok, cols), "measure": spec.measure, "level": spec.level})
-            rep = reps.get(spec.measure)
-            firsts = None if rep is None else uncertainty.first_reached(
-                _hits(np.where(np.isnan(rep), values, rep), spec.level, sustained))
-            windows.append((idx, ok, firsts))
-    columns = ["panel", "milestone", "measure", "level", *MILESTONE_COLUMNS[2:]]
-    out = pd.DataFrame(rows, columns=columns)
-    return out if boot is None else pd.concat([out, _windows(windows, cols)], axis=1)
-
-
-def _behaviour_replicates(boot: pd.DataFrame, panel: str, revisions: np.ndarray) -> dict[str, np.ndarray]:
-    """{measure: (B, revisions) matrix} of one panel's behaviour replicates, NaN where a revision has none."""
-    mine = boot[boot["panel"] == panel]
-    if mine.empty:
-        return {}
-    pos = pd.Index(revisions).get_indexer(mine["revision"])
-    keep = pos >= 0
-    reps = mine["replicate"].to_numpy(dtype=np.int64)[keep]
-    out = {}
-    for measure in ("top1", "loss_b", "icl_score"):
-        if measure in mine.columns:
-            m = np.full((int(reps.max()) + 1 if len(reps) else 0, len(revisions)), np.nan)
-            m[reps, pos[keep]] = mine[measure].to_numpy(dtype=float)[keep]
-            out[measure] = m
-    return out
-
-
 def _gap_bound(start: str, end: str) -> str:
     """The bound of end / start from the bounds of its two milestone times: an early-censored start ("upper") or a
     never-reached end ("lower") make the ratio a lower bound, the reverse an upper bound, both ways no bound."""
@@ -282,18 +190,23 @@ def milestone_gap(table: pd.DataFrame, *, start: str = "induction_3_heads", end:
         a, b = found.get(panel, {}).get(start), found.get(panel, {}).get(end)
         if a is None or b is None:
             raise ConfigError(f"milestone_gap: {start!r} or {end!r} is not in the milestone table of {panel}")
-        ta, tb = float(a["tokens_b"]), float(b["tokens_b"])
-        sa, sb = a.get("bound", "exact"), b.get("bound", "exact")
-        ba, bb = float(a.get("bound_tokens_b", ta)), float(b.get("bound_tokens_b", tb))
-        bound = _gap_bound(sa, sb)
-        rows.append({"panel": panel, "start": start, "end": end, "start_revision": a["revision"],
-                     "end_revision": b["revision"], "start_tokens_b": ta, "end_tokens_b": tb,
-                     "token_ratio": tb / ta if ta > 0 else np.nan,
-                     "checkpoints": (b["revision_index"] - a["revision_index"])
-                     if pd.notna(a["revision"]) and pd.notna(b["revision"]) else np.nan,
-                     "start_bound": sa, "end_bound": sb, "bound": bound, "censored": bound != "exact",
-                     "bound_ratio": bb / ba if ba > 0 and bound != "none" else np.nan})
+        rows.append(gap_row(a, b))
     return pd.DataFrame(rows)
+
+
+def gap_row(a: dict, b: dict) -> dict:
+    """One row of `milestone_gap` from two rows of `milestones` (as dicts): start `a`, end `b`."""
+    ta, tb = float(a["tokens_b"]), float(b["tokens_b"])
+    sa, sb = a.get("bound", "exact"), b.get("bound", "exact")
+    ba, bb = float(a.get("bound_tokens_b", ta)), float(b.get("bound_tokens_b", tb))
+    bound = _gap_bound(sa, sb)
+    return {"panel": a["panel"], "start": a["milestone"], "end": b["milestone"], "start_revision": a["revision"],
+            "end_revision": b["revision"], "start_tokens_b": ta, "end_tokens_b": tb,
+            "token_ratio": tb / ta if ta > 0 else np.nan,
+            "checkpoints": (b["revision_index"] - a["revision_index"])
+            if pd.notna(a["revision"]) and pd.notna(b["revision"]) else np.nan,
+            "start_bound": sa, "end_bound": sb, "bound": bound, "censored": bound != "exact",
+            "bound_ratio": bb / ba if ba > 0 and bound != "none" else np.nan}
 
 
 # --------------------------------------------------------------------------------------------- writing bounds
@@ -309,6 +222,16 @@ def bound_text(value, bound: str = "exact", fmt: str | Callable[[float], str] = 
     return BOUND_SIGNS.get(str(bound), "") + text
 
 
+def fmt_ratio(value: float) -> str:
+    """A token ratio as the paper writes it: 3 significant digits rounded half up from the decimal value
+    (419 / 20 = 20.95 -> "21×", 264 / 23 -> "11.5×"), "n/a" when missing."""
+    if value is None or not np.isfinite(value):
+        return "n/a"
+    d = Decimal(repr(float(value)))
+    q = d.quantize(Decimal(1).scaleb(d.adjusted() - 2), rounding=ROUND_HALF_UP) if d else d
+    return f"{float(q):g}×"
+
+
 def milestone_text(row, fmt: str | Callable[[float], str] = "{:g}B", *, never: str = "never reached") -> str:
     """When a milestone row (of `milestones` / `behaviour_milestones`) is reached, with its censoring: "23B",
     "≤ 20B" (at the first probed revision) or "> 3048B (never reached)"."""
@@ -318,3 +241,38 @@ def milestone_text(row, fmt: str | Callable[[float], str] = "{:g}B", *, never: s
         last = row.get("bound_tokens_b", np.nan) if hasattr(row, "get") else np.nan
         return f"> {write(last)} ({never})" if pd.notna(last) else never
     return ("≤ " if bound == "upper" else "") + write(row["tokens_b"])
+
+
+def with_texts(table: pd.DataFrame, fmt: str | Callable[[float], str] = "{:g}B") -> pd.DataFrame:
+    """A milestone table (`milestones`, `behaviour_milestones`) with its values as prose: `reached`
+    (milestone_text: "23B", "≤ 20B", "> 3.05T (never reached)") and, where it has a window, `window`
+    ("10B → 23B")."""
+    write = fmt if callable(fmt) else fmt.format
+    out = table.assign(reached=[milestone_text(r, fmt) for _, r in table.iterrows()])
+    if "window_from_tokens_b" in table.columns:
+        out["window"] = [f"{write(a)} → {write(b)}" if pd.notna(a) and pd.notna(b) else None
+                         for a, b in zip(table["window_from_tokens_b"], table["tokens_b_hi"])]
+    return out
+
+
+def reached_table(ms: pd.DataFrame, fmt: str | Callable[[float], str] = "{:g}B") -> pd.DataFrame:
+    """One row per model (and tier, when the rows carry one), one column per milestone (PAPER_MILESTONES order
+    first): when it is reached, as prose with its bound (`with_texts`)."""
+    keys = [c for c in ("tier", "panel") if c in ms.columns]
+    if ms.empty:
+        return pd.DataFrame(columns=keys)
+    wide = with_texts(ms, fmt).pivot_table(index=keys, columns="milestone", values="reached", aggfunc="first",
+                                           sort=False)
+    names = [m.name for m in PAPER_MILESTONES if m.name in wide.columns]
+    return wide[names + [c for c in wide.columns if c not in names]].reset_index().rename_axis(columns=None)
+
+
+def gap_texts(ms: pd.DataFrame, *, start: str = "induction_3_heads", end: str = "bos_50pct",
+              fmt: str | Callable[[float], str] = "{:g}B") -> pd.DataFrame:
+    """`milestone_gap` with its values as prose: `gap` ("11.5×", "≥ 21×": fmt_ratio with its bound), `start` and
+    `end` (when each milestone is reached: milestone_text)."""
+    gaps = milestone_gap(ms, start=start, end=end)
+    said = {(r["panel"], r["milestone"]): r["reached"] for _, r in with_texts(ms, fmt).iterrows()}
+    return gaps.assign(gap=[bound_text(v, b, fmt_ratio) for v, b in zip(gaps["bound_ratio"], gaps["bound"])],
+                       start=[said.get((p, start)) for p in gaps["panel"]],
+                       end=[said.get((p, end)) for p in gaps["panel"]])

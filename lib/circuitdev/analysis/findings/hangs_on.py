@@ -57,12 +57,14 @@ def kth_strongest(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule = "p
     return ix.frame(k=ks, head=heads, value=values)
 
 
-def milestone_margin(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule = "per-class") -> pd.DataFrame:
+def milestone_margin(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule = "per-class",
+                     gap_end: str | None = None) -> pd.DataFrame:
     """Per panel, what a milestone hangs on at its bar: revision (where it is first reached: findings.milestones),
     head / head_value (the k-th strongest head there), margin = head_value / bar, and the bars for which it is first
     reached at that same revision, (stays_from, stays_to] (stays_from -inf at the first probed revision). Where it is
     never reached: stays_from = NaN and stays_to = the largest k-th value at any revision (it would be reached at
-    or below that bar)."""
+    or below that bar). `hangs_on`: all of it in one sentence, with where the milestone moves above stays_to and,
+    given `gap_end` (a milestone name), what the gap from this milestone to it becomes there."""
     kth = kth_strongest(dev, spec, rule=rule)
     first = milestones(dev, specs=[spec], rule=rule).set_index("panel")
     rows = []
@@ -80,9 +82,12 @@ def milestone_margin(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule =
         rows.append({"panel": panel, "revision": rev, "tokens_b": float(g["tokens_b"].iloc[i]),
                      "bound": first.loc[panel, "bound"], "head": g["head"].iloc[i], "head_value": v[i],
                      "stays_from": float(before.max()) if i > 0 else -np.inf, "stays_to": v[i]})
-    out = pd.DataFrame(rows)
-    return out.assign(bar=spec.threshold, k=int(kth["k"].iloc[0]) if len(kth) else np.nan,
-                      margin=out["head_value"] / spec.threshold)
+    out = pd.DataFrame(rows, columns=["panel", "revision", "tokens_b", "bound", "head", "head_value", "stays_from",
+                                      "stays_to"])
+    k = int(kth["k"].iloc[0]) if len(kth) else 0
+    out = out.assign(bar=spec.threshold, k=k, margin=out["head_value"] / spec.threshold)
+    return out.assign(hangs_on=[_milestone_text(spec, m, k, dev[dev["panel"] == m["panel"]], rule, gap_end)
+                                for m in out.to_dict("records")])
 
 
 def _ordinal(k: int) -> str:
@@ -151,7 +156,8 @@ def hangs_on(dev: pd.DataFrame, claim: str, *, rule: CountingRule = "per-class")
                          "head": None, "revision": r.jump_to_revision, "tokens_b": r.jump_to_tokens_b,
                          "head_value": r.jump_share, "margin": r.jump_share / 0.5, "stays_from": np.nan,
                          "stays_to": np.nan,
-                         "text": f"its largest jump ({_tokens(r.jump_from_tokens_b)} → {_tokens(r.jump_to_tokens_b)}) "
+                         "text": f"its largest jump ({_tokens(r.jump_from_tokens_b)} → "
+                                 f"{_tokens(r.jump_to_tokens_b)}) "
                                  f"carries {r.jump_share:.0%} of the total rise ({r.jump_share / 0.5:.2f}× the 50% "
                                  f"a transition needs)"})
     elif claim in ("F3.gap", "F3.milestones"):
@@ -160,14 +166,12 @@ def hangs_on(dev: pd.DataFrame, claim: str, *, rule: CountingRule = "per-class")
         from circuitdev.analysis.findings.f3_milestones import PAPER_MILESTONES
 
         for spec in specs or PAPER_MILESTONES:
-            table = milestone_margin(dev, spec, rule=rule)
-            for m in table.to_dict("records"):
-                end = "bos_50pct" if claim == "F3.gap" and spec.name == "induction_3_heads" else None
+            end = "bos_50pct" if claim == "F3.gap" and spec.name == "induction_3_heads" else None
+            for m in milestone_margin(dev, spec, rule=rule, gap_end=end).to_dict("records"):
                 rows.append({**{c: m[c] for c in ("panel", "head", "revision", "tokens_b", "head_value", "margin",
                                                   "stays_from", "stays_to")},
                              "item": spec.name, "varied": CLASS_VARIED[spec.head_class], "bar": spec.threshold,
-                             "text": _milestone_text(spec, m, int(m["k"]), dev[dev["panel"] == m["panel"]], rule,
-                                                     end)})
+                             "text": m["hangs_on"]})
     elif claim == "F4.recall":
         rows += _recall_rows(dev, rule)
     elif claim == "F5.lead":
@@ -182,7 +186,8 @@ def hangs_on(dev: pd.DataFrame, claim: str, *, rule: CountingRule = "per-class")
                 rows.append({"panel": panel, "item": head_class, "varied": CLASS_VARIED[head_class], "head": None,
                              "bar": FORMATION_THRESHOLDS[head_class], "head_value": float(lead.median()),
                              "margin": np.nan,
-                             "text": f"the median lead is {lead.median():g} checkpoints over {lead.count()} "
+                             "text": f"the median lead is {lead.median():g} checkpoint"
+                                     f"{'' if lead.median() == 1 else 's'} over {lead.count()} "
                                      f"{head_class} heads ({listed})"
                                      f"; {at_first} of them formed or were elevated at the first probed revision, "
                                      f"where a lead is a bound"})

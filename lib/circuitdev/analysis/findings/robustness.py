@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Literal, Sequence
 
 import numpy as np
@@ -41,7 +42,7 @@ from circuitdev.analysis.devtable import reuse_indexes
 from circuitdev.analysis.findings.basics import BOS
 from circuitdev.analysis.findings.f1_floor import floor_check
 from circuitdev.analysis.findings.f2_shapes import bos_fraction, trajectory_shape
-from circuitdev.analysis.findings.f3_milestones import PAPER_MILESTONES, Milestone, milestone_gap, milestones
+from circuitdev.analysis.findings.f3_milestones import PAPER_MILESTONES, Milestone, gap_row, milestones
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, recall_milestones
 from circuitdev.analysis.findings.f5_pr_lead import FORMATION_THRESHOLDS, pr_lead
 from circuitdev.errors import ConfigError
@@ -134,13 +135,15 @@ def _f3_gap(dev, taus, rule, *, start: str = "induction_3_heads", end: str = "bo
     for tau in taus:
         specs += [Milestone(f"start@{tau:g}", a.head_class, tau, a.min_heads, a.min_fraction),
                   Milestone(f"end@{tau:g}", b.head_class, tau, b.min_heads, b.min_fraction)]
-    ms = milestones(dev, specs=specs, rule=counting, sustained=sustained)
+    ms = {(r["panel"], r["milestone"]): r for r in
+          milestones(dev, specs=specs, rule=counting, sustained=sustained).to_dict("records")}
+    panels = list(dict.fromkeys(p for p, _ in ms))
     rows = []
     for varied, paper_tau, moving in ((CLASS_VARIED[a.head_class], a.threshold, "start"),
                                       (CLASS_VARIED[b.head_class], b.threshold, "end")):
         for tau in taus:
             s, e = (f"start@{tau:g}", "end@paper") if moving == "start" else ("start@paper", f"end@{tau:g}")
-            for gap in milestone_gap(ms, start=s, end=e).to_dict("records"):
+            for gap in (gap_row(ms[p, s], ms[p, e]) for p in panels):  # = milestone_gap(ms, start=s, end=e)
                 value, bound = _gap_value(gap)
                 rows.append(_row(gap["panel"], f"{start} → {end}", varied, tau, rule, value,
                                  bool(value > 1) if np.isfinite(value) else False, bound, paper_tau,
@@ -148,12 +151,18 @@ def _f3_gap(dev, taus, rule, *, start: str = "induction_3_heads", end: str = "bo
     return rows
 
 
-def _paper_claims(prefix: str) -> dict[tuple[str, str], object]:
-    """{(panel, item): Claim} of the claims.yaml series whose id starts with `prefix` (item: the series key)."""
+@lru_cache(maxsize=1)
+def _claims() -> tuple:
+    """data/claims.yaml, read once per process (the paper's numbers do not change while a build runs)."""
     from circuitdev.analysis.claims import load_claims
 
+    return tuple(load_claims())
+
+
+def _paper_claims(prefix: str) -> dict[tuple[str, str], object]:
+    """{(panel, item): Claim} of the claims.yaml series whose id starts with `prefix` (item: the series key)."""
     out = {}
-    for c in load_claims():
+    for c in _claims():
         if c.id.startswith(prefix) and "@" in c.id and "panel" in c.params:
             out[c.params["panel"], str(c.id.split("@", 1)[1])] = c
     return out
@@ -221,9 +230,7 @@ def _lead_statement(paper) -> Callable[[float], bool]:
 def _f5_lead(dev, taus, rule):
     if "pr" not in dev.columns or dev["pr"].isna().all():
         return []
-    from circuitdev.analysis.claims import load_claims
-
-    statements = {c.params["head_class"]: _lead_statement(c.paper) for c in load_claims()
+    statements = {c.params["head_class"]: _lead_statement(c.paper) for c in _claims()
                   if c.id.startswith("F5.lead@")}
     first = dev.groupby("panel", sort=False)["tokens_b"].min()
     rows = []
@@ -337,18 +344,73 @@ def ranges_text(ranges: Sequence[tuple[float, float]], grid: Sequence[float] = R
 
 
 def claim_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (claim, panel, item, varied) under the paper's rule: bars swept, held, the ranges (as text), whether it
-    holds at the paper's bar, and how many of its values are bounds. The robustness map's table."""
-    paper = table[table["paper_rule"]]
+    """Per (tier, when the rows carry one, claim, panel, item, varied) under the paper's rule: bars swept, held, the
+    ranges (as text), whether it holds at the paper's bar and its value there, and how many values are bounds."""
+    keys = [c for c in ("tier", "claim", "panel", "item", "varied") if c in table.columns]
+    paper = table[table["paper_rule"].astype(bool)]
     rows = []
-    for (claim, panel, item, varied), g in paper.groupby(["claim", "panel", "item", "varied"], sort=False):
+    for key, g in paper.groupby(keys, sort=False):
+        where = dict(zip(keys, key))
         at = g[g["threshold"] == g["paper_threshold"]]
-        ranges = holds_ranges(g, claim, panel=panel, varied=varied, item=item)
-        rows.append({"claim": claim, "panel": panel, "item": item, "varied": varied, "bars": len(g),
-                     "held": int(g["holds"].sum()), "ranges": ranges_text(ranges),
+        ranges = holds_ranges(g, where["claim"], panel=where["panel"], varied=where["varied"], item=where["item"])
+        rows.append({**where, "bars": len(g), "held": int(g["holds"].sum()), "ranges": ranges_text(ranges),
                      "paper_threshold": g["paper_threshold"].iloc[0],
                      "holds_at_paper": bool(at["holds"].iloc[0]) if len(at) else None,
                      "value_at_paper": float(at["value"].iloc[0]) if len(at) else np.nan,
                      "censored": int(g["censored"].sum())})
-    return pd.DataFrame(rows, columns=["claim", "panel", "item", "varied", "bars", "held", "ranges",
-                                       "paper_threshold", "holds_at_paper", "value_at_paper", "censored"])
+    return pd.DataFrame(rows, columns=[*keys, "bars", "held", "ranges", "paper_threshold", "holds_at_paper",
+                                       "value_at_paper", "censored"])
+
+
+def rule_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """Per claim cell (tier, claim, panel, item, varied, threshold) evaluated under more than one rule: the verdict
+    under each rule as a column ("holds" / "fails", "*" when the value is a bound) and `flips`, whether the rules
+    disagree. Pass the rows at the paper's bar (threshold == paper_threshold) to ask whether a verdict rests on the
+    rule."""
+    keys = [c for c in ("tier", "claim", "panel", "item", "varied", "threshold") if c in table.columns]
+    if table.empty:
+        return pd.DataFrame(columns=[*keys, "flips"])
+    said = table.assign(verdict=np.where(table["holds"], "holds", "fails") + np.where(table["censored"], "*", ""))
+    wide = said.pivot_table(index=keys, columns="rule", values="verdict", aggfunc="first", sort=False)
+    flips = said.groupby(keys, sort=False)["holds"].nunique() > 1
+    several = said.groupby(keys, sort=False)["rule"].nunique() > 1
+    out = wide.assign(flips=flips.reindex(wide.index)).loc[several.reindex(wide.index).to_numpy()]
+    return out.reset_index().rename_axis(columns=None)
+
+
+def claims_frame(claims: Sequence[str] | None = None) -> pd.DataFrame:
+    """The registry in words: claim, finding, statement (what `holds` tests), value (what `value` is), rules."""
+    return pd.DataFrame([(c.id, c.finding, c.statement, c.value, ", ".join(c.rules)) for c in
+                         (robust_claim(i) for i in (claims or ROBUSTNESS_CLAIMS))],
+                        columns=["claim", "finding", "statement", "value", "rules"])
+
+
+_VARIED_WORDS = {"first_token": "the first-token bar", "induction": "the induction bar",
+                 "previous_token": "the previous-token bar", "self": "the self bar"}
+
+
+def ranges_sentence(table: pd.DataFrame, claim: str, *, names: dict[str, str] | None = None,
+                    rule: str | None = None) -> str | None:
+    """One plain sentence: over which bars the paper's statement of `claim` holds, per model (and item), for each
+    moving bar, with how many of those bars give a bound rather than a value. "moving the induction bar: OLMo
+    5–50×, OLMoE 5–150× (a bound, not a value, at 20 of them), Pythia 5–80×; moving the first-token bar: ...".
+    `names` renames (a name "" leaves the panel out: a sentence about one model)
+    panels (e.g. {"olmo-1b-0724": "OLMo"}); None when the claim has no rows here."""
+    g = table[table["claim"] == claim] if len(table) else table
+    if g.empty:
+        return None
+    rule = rule or robust_claim(claim).rules[0]
+    g = g[g["rule"] == rule]
+    many_items = g["item"].nunique() > 1
+    parts = []
+    for varied, gv in g.groupby("varied", sort=False):
+        bits = []
+        for (panel, item), gp in gv.groupby(["panel", "item"], sort=False):
+            ranges = holds_ranges(gp, claim, panel=panel, varied=varied, rule=rule, item=item)
+            bounds = int((gp["holds"] & gp["censored"]).sum())
+            who = " ".join(w for w in ((names or {}).get(panel, panel), item if many_items else "") if w)
+            bits.append(f"{who} {ranges_text(ranges)}".strip() + (f" (a bound, not a value, at {bounds} of them)" if bounds
+                                                         else ""))
+        parts.append(("moving " + _VARIED_WORDS.get(varied, varied) + ": " if g["varied"].nunique() > 1 else "")
+                     + ", ".join(bits))
+    return "; ".join(parts)

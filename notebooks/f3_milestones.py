@@ -115,10 +115,10 @@ ch.glue_frame(held.rename(columns={"gap": "sustained", "start": "sustained_start
 # milestone) holds in the authors' files for {glue:text}`f3-robust-f3-gap-pub-ranges`; in the toy panel for
 # {glue:text}`f3-robust-f3-gap-toy-ranges`.
 #
-# What it hangs on at the paper's bars, in the authors' files. In OLMo, {glue:text}`f3-robust-f3-gap-pub-olmo-hangs-on`.
-# In OLMoE, {glue:text}`f3-robust-f3-gap-pub-olmoe-hangs-on`: its induction milestone is censored, so every gap it
-# gives is a lower bound. In Pythia, {glue:text}`f3-robust-f3-gap-pub-pythia-hangs-on`. In the toy panel:
-# {glue:text}`f3-robust-f3-gap-toy-hangs-on`.
+# What the gap hangs on at the paper's bars: the more fragile of its two milestones, the one whose deciding head
+# is nearest its bar. In OLMo, {glue:text}`f3-robust-f3-gap-pub-olmo-hangs-on`. In OLMoE,
+# {glue:text}`f3-robust-f3-gap-pub-olmoe-hangs-on`. In Pythia, {glue:text}`f3-robust-f3-gap-pub-pythia-hangs-on`.
+# In the toy panel, for instance toy-pythia: {glue:text}`f3-robust-f3-gap-toy-toy-pythia-hangs-on`.
 
 # %% tags=["remove-input", "full-width"]
 robust = ch.how_robust("F3.gap")
@@ -136,7 +136,7 @@ robust = ch.how_robust("F3.gap")
 
 # %% tags=["remove-input"]
 ch.glue_bootstrap()
-win = findings.with_texts(ms, fmt_tokens_b).reindex(columns=[*ms.columns, "window"]).dropna(subset=["window"])
+win = findings.with_texts(ms, fmt_tokens_b).dropna(subset=["window"])
 ch.glue_list("toy-windows", win.assign(panel=win["panel"] + " " + win["milestone"]), "window", tier="toy", sep="; ")
 ch.table(win.reindex(columns=["tier", "panel", "milestone", "revision", "window", "reached_share", "window_censored"]),
          caption="The re-measurement window (the probe batch resampled) of each milestone a probed tier reaches.")

@@ -127,3 +127,16 @@ def test_behaviour_milestone_windows_from_the_replicates():
     assert pd.isna(out.loc["drop_10pp", "revision_lo"])  # no replicates of the ablation: no window
     assert list(F.behaviour_milestones(table).columns) == ["panel", "milestone", "measure", "level",
                                                            *F.MILESTONE_COLUMNS[2:]]
+
+
+def test_figures_draw_bounds_and_behaviour(dev):  # noqa: F811
+    ms = F.milestones(dev).assign(tier="published")
+    gaps = F.milestone_gap(ms).assign(tier="published")
+    fig = plots.milestone_timeline(ms, gaps)
+    assert_titled(fig)
+    arrows = [t for t in fig.axes[0].texts if getattr(t, "arrow_patch", None) is not None]
+    assert arrows  # OLMoE's BOS 10% at its first revision, Pythia's BOS 70% never reached
+    assert any(t.get_text().startswith("≤ ") for t in fig.axes[0].texts)  # OLMo's gap: at most 264/3048
+    behaviour = F.behaviour_milestones(revision_table()).assign(tier="toy")
+    assert_titled(plots.behaviour_timeline(ms.assign(tier="toy", panel="toy-a"), behaviour))
+    assert plots.behaviour_timeline(ms, behaviour.iloc[:0]).axes[0].texts  # says why it is empty

@@ -123,21 +123,24 @@ def test_holds_ranges_is_a_set_of_ranges():
     ranges = F.holds_ranges(t, "F1.floor", panel="m")
     assert ranges == [(5.0, 25.0), (35.0, 100.0)]
     assert F.ranges_text(ranges) == "5–25× and 35–100×"
-    assert F.ranges_text([(5.0, 1000.0)]) == "every bar swept (5–1000×)"
+    assert F.ranges_text([(5.0, 1000.0)]) == "every bar (5–1000×)"
     assert F.ranges_text([]) == "no bar swept" and F.ranges_text([(35.0, 35.0)]) == "35×"
 
 
 def test_hangs_on_names_the_deciding_head(dev):  # noqa: F811
-    gap = F.hangs_on(dev, "F3.gap").set_index(["panel", "item"])
-    start = gap.loc[(P, "induction_3_heads")]
-    assert start["head"] == "L1H2" and start["head_value"] == 60 and start["margin"] == pytest.approx(1.2)
+    gap = F.hangs_on(dev, "F3.gap").set_index("panel")
+    start = gap.loc[P]  # the more fragile milestone: induction at 60x (1.2x its bar) before BOS 50% at 40x (1.33x)
+    assert start["item"] == "induction_3_heads" and start["head"] == "L1H2" and start["head_value"] == 60
+    assert start["margin"] == pytest.approx(1.2)
     assert start["stays_from"] == pytest.approx(1.0) and start["stays_to"] == 60
-    assert "L1H2" in start["text"] and "60×" in start["text"] and "never reached" in start["text"]
-    end = gap.loc[(P, "bos_50pct")]
-    assert end["head_value"] == 40 and end["stays_to"] == 40
+    assert "L1H2" in start["text"] and "60×" in start["text"] and "is never reached" in start["text"]
+    end = F.milestone_margin(dev, F.milestone("bos_50pct")).set_index("panel").loc[P]
+    assert end["head_value"] == 40 and end["stays_to"] == 40 and end["revision"] == "step143000"
     floor = F.hangs_on(dev, "F1.floor").set_index("panel")
     assert floor.loc[O, "head"] == "L0H1" and floor.loc[O, "head_value"] == 35
     assert floor.loc[O, "margin"] == pytest.approx(35 / 30)
+    olmo = F.milestone_margin(dev, F.milestone("bos_50pct")).set_index("panel").loc[O]  # 4 of OLMo's 8 heads
+    assert olmo["k"] == 4 and "4th-strongest" in olmo["hangs_on"] and olmo["revision"] == "step126000-tokens264B"
 
 
 def test_milestone_margin_agrees_with_the_milestones(dev):  # noqa: F811
@@ -180,6 +183,39 @@ def test_the_authors_files():
     olmoe = at(t, "F3.gap", E, 50, varied="induction")
     assert olmoe["censored"] and olmoe["bound"] == "lower" and olmoe["value"] == pytest.approx(419 / 20)
     assert F.holds_ranges(t, "F1.floor", panel=O) == [(30.0, 1000.0)]  # L1H1 reads 28.1x at 4B
-    hang = F.hangs_on(dev, "F3.gap").set_index(["panel", "item"]).loc[(O, "induction_3_heads")]
-    assert hang["head"] == "L2H7" and hang["head_value"] == pytest.approx(54.8, abs=0.05)
-    assert hang["revision"] == "step11000-tokens23B"
+    hang = F.hangs_on(dev, "F3.gap").set_index("panel").loc[O]
+    assert hang["item"] == "induction_3_heads" and hang["head"] == "L2H7" and hang["head_value"] == pytest.approx(54.8, abs=0.05)
+    assert hang["revision"] == "step11000-tokens23B" and "the gap becomes 1.0×" in hang["text"]
+
+
+def test_how_robust_glues_ranges_and_hangs_on_and_draws_the_figure(published_fixture, tmp_path,  # noqa: F811
+                                                                    monkeypatch):
+    """The contract other pages rely on (book.chapter.Chapter.how_robust), on the fixture's published tier."""
+    from circuitdev.book import display, plots
+    from circuitdev.book.build import BuildFolders
+    from circuitdev.book.chapter import Chapter
+    from circuitdev.book.tiers import load_tiers
+    from circuitdev.sources.published import load_published
+
+    figures = []
+    monkeypatch.setattr(display, "glue_text", lambda key, text, value=None: None)
+    monkeypatch.setattr(display, "show_figure", lambda fig, **kw: figures.append((fig, kw)))
+    folders = BuildFolders(results_dir=tmp_path / "r", data_dir=tmp_path, published_dir=published_fixture, panels=[])
+    ch = Chapter(name="f3_milestones", prefix="f3", params={}, folders=folders,
+                 tiers=load_tiers(["published", "toy"], published_dir=published_fixture, results_dir=tmp_path / "r"))
+    table = ch.how_robust("F3.gap")
+    glued = ch.glued
+    assert glued["f3-robust-f3-gap-pub-pythia-ranges"] == (
+        "moving the induction bar: 5–60×; moving the first-token bar: every bar (5–1000×) (17 of them bounds)")
+    # (BOS 50% is never reached above 40x: the 17 bars 45-100x and 150-1000x give a lower bound)
+    assert glued["f3-robust-f3-gap-ranges"].startswith("published: moving the induction bar: Pythia 5–60×")
+    assert "L1H2" in glued["f3-robust-f3-gap-pub-pythia-hangs-on"] and "60×" in glued["f3-robust-f3-gap-hangs-on"]
+    assert glued["f3-robust-f3-gap-toy-ranges"] == "n/a (no data in this tier)"
+    assert set(table["claim"]) == {"F3.gap"} and set(table["tier"]) == {"published"}
+    ((fig, kw),) = figures
+    assert kw["name"] == "fig-f3-robust-f3-gap" and "paper's bar" in kw["caption"]
+    assert len([ax for ax in fig.axes if ax.axison]) == 3  # one readable panel per model
+    ch.how_robust("F1.floor", table=F.robustness_table(load_published(published_fixture).table).assign(
+        tier="published"), figure=False)
+    assert len(figures) == 1 and glued["f3-robust-f1-floor-pub-olmo-ranges"] == "40–1000×"
+    assert plots.robustness_map(table.assign(tier="published"), tier="toy").axes[0].texts  # a placeholder

@@ -206,7 +206,7 @@ class Chapter:
         for tier in TIERS:
             rows = table[table["tier"] == tier] if len(table) else table
             ranges[tier] = findings.ranges_sentence(rows, claim, names=names) if len(rows) else None
-            h = hangs[hangs["tier"] == tier] if len(hangs) else hangs
+            h = hangs[hangs["tier"] == tier] if len(hangs) else pd.DataFrame(columns=["panel", "text"])
             held[tier] = "; ".join(f"{names.get(p, p)}: {t}" for p, t in zip(h["panel"], h["text"])) or None
             self.glue(f"robust-{key}-{TIER_KEYS[tier]}-ranges", ranges[tier], absent="n/a (no data in this tier)")
             self.glue(f"robust-{key}-{TIER_KEYS[tier]}-hangs-on", held[tier], absent="n/a (no data in this tier)")

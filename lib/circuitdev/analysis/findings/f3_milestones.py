@@ -49,6 +49,11 @@ class Milestone:
         who = f"≥ {self.min_heads} heads" if self.min_heads is not None else f"≥ {100 * self.min_fraction:g}% of heads"
         return f"{who} with {self.head_class} selectivity ≥ {self.threshold:g}×"
 
+    def short(self) -> str:
+        """In a few words: "≥ 3 induction heads at 50×", "≥ 50% first-token heads at 30×"."""
+        who = f"≥ {self.min_heads}" if self.min_heads is not None else f"≥ {100 * self.min_fraction:g}%"
+        return f"{who} {self.head_class} heads at {self.threshold:g}×"
+
 
 # The paper's F3 table (method reference §6): induction >= k heads at 50x; BOS >= x% at 30x; >= 30 prev-token / self heads at 30x.
 PAPER_MILESTONES: tuple[Milestone, ...] = (
@@ -239,16 +244,20 @@ def milestone_text(row, fmt: str | Callable[[float], str] = "{:g}B", *, never: s
     bound = row.get("bound", "exact") if hasattr(row, "get") else "exact"
     if bound == "lower" or pd.isna(row["tokens_b"]):
         last = row.get("bound_tokens_b", np.nan) if hasattr(row, "get") else np.nan
-        return f"> {write(last)} ({never})" if pd.notna(last) else never
+        return (f"> {write(last)}" + (f" ({never})" if never else "")) if pd.notna(last) else never or "never"
     return ("≤ " if bound == "upper" else "") + write(row["tokens_b"])
 
 
-def with_texts(table: pd.DataFrame, fmt: str | Callable[[float], str] = "{:g}B") -> pd.DataFrame:
+def with_texts(table: pd.DataFrame, fmt: str | Callable[[float], str] = "{:g}B", *,
+               never: str = "never reached") -> pd.DataFrame:
     """A milestone table (`milestones`, `behaviour_milestones`) with its values as prose: `reached`
-    (milestone_text: "23B", "≤ 20B", "> 3.05T (never reached)") and, where it has a window, `window`
-    ("10B → 23B")."""
+    (milestone_text: "23B", "≤ 20B", "> 3.05T (never reached)"; never="" for "> 3.05T") and `window` ("10B → 23B";
+    None where the table has no window)."""
     write = fmt if callable(fmt) else fmt.format
-    out = table.assign(reached=[milestone_text(r, fmt) for _, r in table.iterrows()])
+    if table.empty:  # e.g. Tiers.apply with no tier: the columns a page reads, no rows
+        return table.reindex(columns=[*table.columns, *(c for c in MILESTONE_COLUMNS if c not in table.columns),
+                                      "reached", "window"]).astype(object)
+    out = table.assign(reached=[milestone_text(r, fmt, never=never) for _, r in table.iterrows()], window=None)
     if "window_from_tokens_b" in table.columns:
         out["window"] = [f"{write(a)} → {write(b)}" if pd.notna(a) and pd.notna(b) else None
                          for a, b in zip(table["window_from_tokens_b"], table["tokens_b_hi"])]
@@ -257,12 +266,12 @@ def with_texts(table: pd.DataFrame, fmt: str | Callable[[float], str] = "{:g}B")
 
 def reached_table(ms: pd.DataFrame, fmt: str | Callable[[float], str] = "{:g}B") -> pd.DataFrame:
     """One row per model (and tier, when the rows carry one), one column per milestone (PAPER_MILESTONES order
-    first): when it is reached, as prose with its bound (`with_texts`)."""
+    first): when it is reached, as prose with its bound (`with_texts`: "23B", "≤ 20B", "> 3.05T" never reached)."""
     keys = [c for c in ("tier", "panel") if c in ms.columns]
     if ms.empty:
         return pd.DataFrame(columns=keys)
-    wide = with_texts(ms, fmt).pivot_table(index=keys, columns="milestone", values="reached", aggfunc="first",
-                                           sort=False)
+    wide = with_texts(ms, fmt, never="").pivot_table(index=keys, columns="milestone", values="reached",
+                                                     aggfunc="first", sort=False)
     names = [m.name for m in PAPER_MILESTONES if m.name in wide.columns]
     return wide[names + [c for c in wide.columns if c not in names]].reset_index().rename_axis(columns=None)
 

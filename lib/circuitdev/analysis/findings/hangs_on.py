@@ -21,7 +21,8 @@ from circuitdev.analysis.devtable import final_circuit, head_mask, head_name, in
 from circuitdev.analysis.findings.basics import EPS
 from circuitdev.analysis.findings.f1_floor import floor_margin
 from circuitdev.analysis.findings.f2_shapes import bos_fraction, trajectory_shape
-from circuitdev.analysis.findings.f3_milestones import Milestone, milestone, milestone_gap, milestones
+from circuitdev.analysis.findings.f3_milestones import (BOUND_SIGNS, PAPER_MILESTONES, Milestone, milestone,
+                                                        milestone_gap, milestones)
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, recall_milestones
 from circuitdev.analysis.findings.f5_pr_lead import FORMATION_THRESHOLDS, pr_lead
 from circuitdev.analysis.findings.robustness import CLASS_VARIED, robust_claim
@@ -58,13 +59,13 @@ def kth_strongest(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule = "p
 
 
 def milestone_margin(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule = "per-class",
-                     gap_end: str | None = None) -> pd.DataFrame:
+                     gap: tuple[str, str] | None = None) -> pd.DataFrame:
     """Per panel, what a milestone hangs on at its bar: revision (where it is first reached: findings.milestones),
     head / head_value (the k-th strongest head there), margin = head_value / bar, and the bars for which it is first
     reached at that same revision, (stays_from, stays_to] (stays_from -inf at the first probed revision). Where it is
     never reached: stays_from = NaN and stays_to = the largest k-th value at any revision (it would be reached at
     or below that bar). `hangs_on`: all of it in one sentence, with where the milestone moves above stays_to and,
-    given `gap_end` (a milestone name), what the gap from this milestone to it becomes there."""
+    given `gap` (the start and end milestone names of a gap, `spec` one of them), what the gap becomes there."""
     kth = kth_strongest(dev, spec, rule=rule)
     first = milestones(dev, specs=[spec], rule=rule).set_index("panel")
     rows = []
@@ -73,20 +74,19 @@ def milestone_margin(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule =
         v = g["value"].to_numpy(dtype=float)
         if pd.isna(rev):
             j = int(np.nanargmax(np.nan_to_num(v, nan=-np.inf))) if np.isfinite(v).any() else None
-            rows.append({"panel": panel, "revision": None, "tokens_b": np.nan, "bound": "lower",
-                         "head": g["head"].iloc[j] if j is not None else None, "head_value": np.nan,
+            rows.append({"panel": panel, "k": int(g["k"].iloc[0]), "revision": None, "tokens_b": np.nan,
+                         "bound": "lower", "head": g["head"].iloc[j] if j is not None else None, "head_value": np.nan,
                          "stays_from": np.nan, "stays_to": v[j] if j is not None else np.nan})
             continue
         i = int(np.flatnonzero(g["revision"].to_numpy() == rev)[0])
         before = np.nan_to_num(v[:i], nan=-np.inf)
-        rows.append({"panel": panel, "revision": rev, "tokens_b": float(g["tokens_b"].iloc[i]),
-                     "bound": first.loc[panel, "bound"], "head": g["head"].iloc[i], "head_value": v[i],
+        rows.append({"panel": panel, "k": int(g["k"].iloc[i]), "revision": rev,
+                     "tokens_b": float(g["tokens_b"].iloc[i]), "bound": first.loc[panel, "bound"], "head": g["head"].iloc[i], "head_value": v[i],
                      "stays_from": float(before.max()) if i > 0 else -np.inf, "stays_to": v[i]})
-    out = pd.DataFrame(rows, columns=["panel", "revision", "tokens_b", "bound", "head", "head_value", "stays_from",
-                                      "stays_to"])
-    k = int(kth["k"].iloc[0]) if len(kth) else 0
-    out = out.assign(bar=spec.threshold, k=k, margin=out["head_value"] / spec.threshold)
-    return out.assign(hangs_on=[_milestone_text(spec, m, k, dev[dev["panel"] == m["panel"]], rule, gap_end)
+    out = pd.DataFrame(rows, columns=["panel", "k", "revision", "tokens_b", "bound", "head", "head_value",
+                                      "stays_from", "stays_to"])
+    out = out.assign(bar=spec.threshold, margin=out["head_value"] / spec.threshold)
+    return out.assign(hangs_on=[_milestone_text(spec, m, m["k"], dev[dev["panel"] == m["panel"]], rule, gap)
                                 for m in out.to_dict("records")])
 
 
@@ -106,29 +106,30 @@ def _ratio(v: float) -> str:
     return f"{v:.1f}×" if v < 100 else f"{v:.0f}×"
 
 
-def _milestone_text(spec: Milestone, m: dict, k: int, dev: pd.DataFrame, rule: str, gap_end: str | None) -> str:
-    what = f"the milestone {spec.describe()}"
+def _milestone_text(spec: Milestone, m: dict, k: int, dev: pd.DataFrame, rule: str,
+                    gap: tuple[str, str] | None) -> str:
+    """One milestone's margin in words; with `gap` (start, end milestone names, one of them `spec`), also what the
+    gap becomes where the milestone moves."""
+    what = f"the milestone {spec.short()}"
     if pd.isna(m["revision"]):
-        reach = f" (reached only for bars up to {m['stays_to']:.3g}×)" if np.isfinite(m["stays_to"]) else ""
+        reach = f" (it would be at bars up to {m['stays_to']:.3g}×)" if np.isfinite(m["stays_to"]) else ""
         return f"{what} is never reached{reach}"
-    where = f"≤ {_tokens(m['tokens_b'])} (at the first probed revision)" if m["bound"] == "upper" \
+    where = f"≤ {_tokens(m['tokens_b'])} (the first probed revision)" if m["bound"] == "upper" \
         else _tokens(m["tokens_b"])
+    low = "-∞" if not np.isfinite(m["stays_from"]) else f"{m['stays_from']:.3g}×"
     text = (f"{what} is first reached at {where} because {m['head']}, the {_ordinal(k)} {spec.head_class} head "
-            f"there, reads {m['head_value']:.3g}× ({m['head_value'] / spec.threshold:.2f}× the bar)")
-    low = "every bar" if not np.isfinite(m["stays_from"]) else f"bars above {m['stays_from']:.3g}×"
-    text += f"; it stays there for {low} up to {m['stays_to']:.3g}×"
+            f"there, reads {m['head_value']:.3g}× ({m['head_value'] / spec.threshold:.2f}× the bar; the same "
+            f"revision for bars in ({low}, {m['stays_to']:.3g}×])")
     moved = Milestone(spec.name, spec.head_class, float(np.nextafter(m["stays_to"], np.inf)), spec.min_heads,
                       spec.min_fraction)
-    after = milestones(dev, specs=[moved], rule=rule).iloc[0]
-    text += f"; above that it moves to {_tokens(after['tokens_b'])}" if pd.notna(after["revision"]) \
-        else "; above that it is never reached"
-    if gap_end is not None:
-        ms = pd.concat([milestones(dev, specs=[moved], rule=rule),
-                        milestones(dev, specs=[milestone(gap_end)], rule=rule)], ignore_index=True)
-        gap = milestone_gap(ms, start=spec.name, end=gap_end).iloc[0]
-        sign = {"lower": "≥ ", "upper": "≤ "}.get(gap["bound"], "")
-        if np.isfinite(gap["bound_ratio"]):
-            text += f" and the gap becomes {sign}{_ratio(gap['bound_ratio'])}"
+    after = milestones(dev, specs=[moved], rule=rule)
+    text += f"; above {m['stays_to']:.3g}× it " + (f"moves to {_tokens(after['tokens_b'].iloc[0])}" if
+                                                     pd.notna(after["revision"].iloc[0]) else "is never reached")
+    if gap is not None:
+        other = milestones(dev, specs=[milestone(next(n for n in gap if n != spec.name))], rule=rule)
+        g = milestone_gap(pd.concat([after, other], ignore_index=True), start=gap[0], end=gap[1]).iloc[0]
+        if np.isfinite(g["bound_ratio"]):
+            text += f" and the gap becomes {BOUND_SIGNS.get(g['bound'], '')}{_ratio(g['bound_ratio'])}"
     return text
 
 
@@ -160,14 +161,11 @@ def hangs_on(dev: pd.DataFrame, claim: str, *, rule: CountingRule = "per-class")
                                  f"{_tokens(r.jump_to_tokens_b)}) "
                                  f"carries {r.jump_share:.0%} of the total rise ({r.jump_share / 0.5:.2f}× the 50% "
                                  f"a transition needs)"})
-    elif claim in ("F3.gap", "F3.milestones"):
-        names = ("induction_3_heads", "bos_50pct") if claim == "F3.gap" else None
-        specs = [milestone(n) for n in names] if names else None
-        from circuitdev.analysis.findings.f3_milestones import PAPER_MILESTONES
-
-        for spec in specs or PAPER_MILESTONES:
-            end = "bos_50pct" if claim == "F3.gap" and spec.name == "induction_3_heads" else None
-            for m in milestone_margin(dev, spec, rule=rule, gap_end=end).to_dict("records"):
+    elif claim == "F3.gap":
+        rows += _gap_rows(dev, rule)
+    elif claim == "F3.milestones":
+        for spec in PAPER_MILESTONES:
+            for m in milestone_margin(dev, spec, rule=rule).to_dict("records"):
                 rows.append({**{c: m[c] for c in ("panel", "head", "revision", "tokens_b", "head_value", "margin",
                                                   "stays_from", "stays_to")},
                              "item": spec.name, "varied": CLASS_VARIED[spec.head_class], "bar": spec.threshold,
@@ -179,20 +177,39 @@ def hangs_on(dev: pd.DataFrame, claim: str, *, rule: CountingRule = "per-class")
             leads = pr_lead(dev, head_class=head_class) if "pr" in dev.columns and dev["pr"].notna().any() \
                 else pd.DataFrame()
             for panel, g in (leads.groupby("panel", sort=False) if len(leads) else []):
-                lead = pd.to_numeric(g["lead_checkpoints"], errors="coerce")
+                lead = pd.to_numeric(g["lead_checkpoints"], errors="coerce").astype(float)
                 listed = ", ".join(f"{n} {v:g}" for n, v in list(zip(g["name"], lead))[:6]) + \
                     (f" and {len(g) - 6} more" if len(g) > 6 else "")
                 at_first = int(((g["formation_index"] == 0) | (g["elevation_index"] == 0)).fillna(False).sum())
+                median = float(lead.median()) if lead.notna().any() else np.nan
+                said = f"the median lead is {median:g} checkpoint{'' if median == 1 else 's'}" if np.isfinite(median) \
+                    else "no lead (no head both forms and has an elevated PR)"
                 rows.append({"panel": panel, "item": head_class, "varied": CLASS_VARIED[head_class], "head": None,
-                             "bar": FORMATION_THRESHOLDS[head_class], "head_value": float(lead.median()),
-                             "margin": np.nan,
-                             "text": f"the median lead is {lead.median():g} checkpoint"
-                                     f"{'' if lead.median() == 1 else 's'} over {lead.count()} "
-                                     f"{head_class} heads ({listed})"
-                                     f"; {at_first} of them formed or were elevated at the first probed revision, "
-                                     f"where a lead is a bound"})
+                             "bar": FORMATION_THRESHOLDS[head_class], "head_value": median, "margin": np.nan,
+                             "text": f"{said} over {lead.count()} {head_class} heads ({listed}); {at_first} of them "
+                                     f"formed or were elevated at the first probed revision, where a lead is a bound"})
     out = pd.DataFrame(rows).assign(claim=claim) if rows else pd.DataFrame(columns=HANGS_ON_COLUMNS)
     return out.reindex(columns=HANGS_ON_COLUMNS)
+
+
+def _gap_rows(dev: pd.DataFrame, rule: CountingRule, start: str = "induction_3_heads",
+              end: str = "bos_50pct") -> list[dict]:
+    """F3's gap per panel hangs on the more fragile of its two milestones (the smaller margin to its bar); a censored
+    milestone makes the gap a bound, said too."""
+    rows = []
+    both = {n: milestone_margin(dev, milestone(n), rule=rule, gap=(start, end)).set_index("panel")
+            for n in (start, end)}
+    for panel in both[start].index:
+        margins = {n: both[n].loc[panel, "margin"] for n in (start, end)}
+        name = min(margins, key=lambda n: margins[n] if np.isfinite(margins[n]) else np.inf)
+        m, spec = both[name].loc[panel], milestone(name)
+        censored = [milestone(n).short() for n in (start, end) if both[n].loc[panel, "bound"] != "exact"]
+        note = f"; {' and '.join(censored)} censored (at the first probed revision or never reached): the gap is a " \
+            "bound" if censored else ""
+        rows.append({"panel": panel, "item": name, "varied": CLASS_VARIED[spec.head_class], "bar": spec.threshold,
+                     **{c: m[c] for c in ("head", "revision", "tokens_b", "head_value", "margin", "stays_from",
+                                          "stays_to")}, "text": m["hangs_on"] + note})
+    return rows
 
 
 def _recall_rows(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
@@ -213,8 +230,7 @@ def _recall_rows(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
                      "bar": INDUCTION_THRESHOLD, "head": name, "revision": m["revision"], "tokens_b": m["tokens_b"],
                      "head_value": value, "margin": value / INDUCTION_THRESHOLD, "stays_from": np.nan,
                      "stays_to": np.nan,
-                     "text": f"recall reaches {m['level_pct']}% at {_tokens(m['tokens_b'])} because {name}, the "
-                             f"{_ordinal(k)} head of the final circuit there, reads {value:.3g}× "
+                     "text": f"{m['level_pct']}% at {_tokens(m['tokens_b'])}: {name} reads {value:.3g}× "
                              f"({value / INDUCTION_THRESHOLD:.2f}× the bar)"})
     return rows
 

@@ -239,7 +239,8 @@ def _f5_lead(dev, taus, rule):
             leads = pr_lead(dev, head_class=head_class, threshold=tau)
             for panel in pd.unique(dev["panel"]):
                 g = leads[leads["panel"] == panel] if len(leads) else leads
-                lead = pd.to_numeric(g["lead_checkpoints"], errors="coerce") if len(g) else pd.Series(dtype=float)
+                lead = pd.to_numeric(g["lead_checkpoints"], errors="coerce").astype(float) if len(g) else \
+                    pd.Series(dtype=float)
                 median = float(lead.median()) if lead.notna().any() else np.nan
                 early = first.loc[panel] > 0
                 f0 = bool(early and (g["formation_index"] == 0).fillna(False).any()) if len(g) else False
@@ -334,11 +335,11 @@ def holds_ranges(table: pd.DataFrame, claim: str, *, panel: str, varied: str | N
 
 
 def ranges_text(ranges: Sequence[tuple[float, float]], grid: Sequence[float] = ROBUSTNESS_THRESHOLDS) -> str:
-    """"5–25× and 35–100×"; "every bar swept (5–1000×)"; "no bar swept" (a single bar reads "35×")."""
+    """"5–25× and 35–100×"; "every bar (5–1000×)"; "no bar swept" (a single bar reads "35×")."""
     if not ranges:
         return "no bar swept"
     if len(ranges) == 1 and ranges[0] == (min(grid), max(grid)):
-        return f"every bar swept ({min(grid):g}–{max(grid):g}×)"
+        return f"every bar ({min(grid):g}–{max(grid):g}×)"
     parts = [f"{a:g}×" if a == b else f"{a:g}–{b:g}×" for a, b in ranges]
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
@@ -393,7 +394,7 @@ def ranges_sentence(table: pd.DataFrame, claim: str, *, names: dict[str, str] | 
                     rule: str | None = None) -> str | None:
     """One plain sentence: over which bars the paper's statement of `claim` holds, per model (and item), for each
     moving bar, with how many of those bars give a bound rather than a value. "moving the induction bar: OLMo
-    5–50×, OLMoE 5–150× (a bound, not a value, at 20 of them), Pythia 5–80×; moving the first-token bar: ...".
+    5–50×, OLMoE 5–150× (20 of them bounds), Pythia 5–80×; moving the first-token bar: ...".
     `names` renames (a name "" leaves the panel out: a sentence about one model)
     panels (e.g. {"olmo-1b-0724": "OLMo"}); None when the claim has no rows here."""
     g = table[table["claim"] == claim] if len(table) else table
@@ -409,8 +410,7 @@ def ranges_sentence(table: pd.DataFrame, claim: str, *, names: dict[str, str] | 
             ranges = holds_ranges(gp, claim, panel=panel, varied=varied, rule=rule, item=item)
             bounds = int((gp["holds"] & gp["censored"]).sum())
             who = " ".join(w for w in ((names or {}).get(panel, panel), item if many_items else "") if w)
-            bits.append(f"{who} {ranges_text(ranges)}".strip() + (f" (a bound, not a value, at {bounds} of them)" if bounds
-                                                         else ""))
+            bits.append(f"{who} {ranges_text(ranges)}".strip() + (f" ({bounds} of them bounds)" if bounds else ""))
         parts.append(("moving " + _VARIED_WORDS.get(varied, varied) + ": " if g["varied"].nunique() > 1 else "")
                      + ", ".join(bits))
     return "; ".join(parts)

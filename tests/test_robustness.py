@@ -186,6 +186,7 @@ def test_the_authors_files():
     hang = F.hangs_on(dev, "F3.gap").set_index("panel").loc[O]
     assert hang["item"] == "induction_3_heads" and hang["head"] == "L2H7" and hang["head_value"] == pytest.approx(54.8, abs=0.05)
     assert hang["revision"] == "step11000-tokens23B" and "the gap becomes 1.0×" in hang["text"]
+    assert "falling back to 36.5× at the next revision" in hang["text"]
 
 
 def test_how_robust_glues_ranges_and_hangs_on_and_draws_the_figure(published_fixture, tmp_path,  # noqa: F811

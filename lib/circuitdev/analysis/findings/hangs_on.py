@@ -64,7 +64,8 @@ def milestone_margin(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule =
     head / head_value (the k-th strongest head there), margin = head_value / bar, and the bars for which it is first
     reached at that same revision, (stays_from, stays_to] (stays_from -inf at the first probed revision). Where it is
     never reached: stays_from = NaN and stays_to = the largest k-th value at any revision (it would be reached at
-    or below that bar). `hangs_on`: all of it in one sentence, with where the milestone moves above stays_to and,
+    or below that bar). next_value: the deciding head at the next revision (a head that falls back below the bar
+    made the milestone by one look). `hangs_on`: all of it in one sentence, with where the milestone moves above stays_to and,
     given `gap` (the start and end milestone names of a gap, `spec` one of them), what the gap becomes there."""
     kth = kth_strongest(dev, spec, rule=rule)
     first = milestones(dev, specs=[spec], rule=rule).set_index("panel")
@@ -80,14 +81,23 @@ def milestone_margin(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule =
             continue
         i = int(np.flatnonzero(g["revision"].to_numpy() == rev)[0])
         before = np.nan_to_num(v[:i], nan=-np.inf)
+        after = _head_value(dev, panel, g["revision"].iloc[i + 1], g["head"].iloc[i], spec.head_class) \
+            if i + 1 < len(g) else np.nan
         rows.append({"panel": panel, "k": int(g["k"].iloc[i]), "revision": rev,
                      "tokens_b": float(g["tokens_b"].iloc[i]), "bound": first.loc[panel, "bound"], "head": g["head"].iloc[i], "head_value": v[i],
-                     "stays_from": float(before.max()) if i > 0 else -np.inf, "stays_to": v[i]})
+                     "stays_from": float(before.max()) if i > 0 else -np.inf, "stays_to": v[i], "next_value": after})
     out = pd.DataFrame(rows, columns=["panel", "k", "revision", "tokens_b", "bound", "head", "head_value",
-                                      "stays_from", "stays_to"])
+                                      "stays_from", "stays_to", "next_value"])
     out = out.assign(bar=spec.threshold, margin=out["head_value"] / spec.threshold)
     return out.assign(hangs_on=[_milestone_text(spec, m, m["k"], dev[dev["panel"] == m["panel"]], rule, gap)
                                 for m in out.to_dict("records")])
+
+
+def _head_value(dev: pd.DataFrame, panel: str, revision: str, head: str, head_class: str) -> float:
+    layer, h = (int(x) for x in head.removeprefix("L").split("H"))
+    hit = dev.loc[(dev["panel"] == panel) & (dev["revision"] == revision) & (dev["layer"] == layer)
+                  & (dev["head"] == h), sel_column(head_class)]
+    return float(hit.iloc[0]) if len(hit) else np.nan
 
 
 def _ordinal(k: int) -> str:
@@ -117,8 +127,10 @@ def _milestone_text(spec: Milestone, m: dict, k: int, dev: pd.DataFrame, rule: s
     where = f"≤ {_tokens(m['tokens_b'])} (the first probed revision)" if m["bound"] == "upper" \
         else _tokens(m["tokens_b"])
     low = "-∞" if not np.isfinite(m["stays_from"]) else f"{m['stays_from']:.3g}×"
+    back = f", falling back to {m['next_value']:.3g}× at the next revision" \
+        if m.get("next_value", np.nan) < spec.threshold else ""
     text = (f"{what} is first reached at {where} because {m['head']}, the {_ordinal(k)} {spec.head_class} head "
-            f"there, reads {m['head_value']:.3g}× ({m['head_value'] / spec.threshold:.2f}× the bar; the same "
+            f"there, reads {m['head_value']:.3g}× ({m['head_value'] / spec.threshold:.2f}× the bar{back}; the same "
             f"revision for bars in ({low}, {m['stays_to']:.3g}×])")
     moved = Milestone(spec.name, spec.head_class, float(np.nextafter(m["stays_to"], np.inf)), spec.min_heads,
                       spec.min_fraction)

@@ -14,6 +14,10 @@ Output tables name the panel `model`. The contract tables (other issues and chec
 The others carry the detail: developmental_table, f1_floor, f2_shape, f2_shape_sensitivity, f3_gaps, f4_circuit,
 f4_recall_milestones, f5_trajectories, f5_lead, f5_lead_sensitivity, f5_features, f6_noise_floor, sensitivity,
 audit_unverified (claims the data cannot decide, with the reason).
+
+    robustness.csv     claim, panel, item, varied, threshold, rule, value, holds, censored, bound, paper_threshold,
+                       paper_rule: every threshold-dependent claim over findings.ROBUSTNESS_THRESHOLDS and the rule
+                       variants (findings.robustness_table; issue 21)
 """
 
 from __future__ import annotations
@@ -103,6 +107,9 @@ def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.
         tables["partial"] = pd.DataFrame({"missing_file": list(data.missing)})
     elif out_dir is not None:
         (Path(out_dir) / "partial.csv").unlink(missing_ok=True)
+    # --- issue 21: every threshold-dependent claim over the grid of bars and rules (robustness.csv)
+    tables["robustness"] = F.robustness_table(data.table)
+    # ---
     result = run_audit(data.table, claims=claims, published=data, nulls=nulls)
     tables["audit"] = result.table[AUDIT_COLUMNS]
     tables["audit_unverified"] = result.unverified[UNVERIFIED_COLUMNS + ["finding", "source"]]

@@ -3,10 +3,15 @@ developmental table; one module per finding, as the book has one page per findin
 
     f1_floor        layer_counts, floor_check, floor_summary, floor_margin, floor_headroom, floor_verdict, bar_mass
     f2_shapes       bos_fraction, trajectory_shape, steepest_rise, shape_ranges, run_differences, panel_files
-    f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap
+    f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap, bound_text,
+                    fmt_ratio, milestone_text, with_texts, gap_texts (censored values written as bounds)
+    f3_behaviour    BehaviourMilestone, BEHAVIOUR_MILESTONES, behaviour_milestones, behaviour_specs, milestone_order
     f4_convergence  circuit_recall (recall, precision, Jaccard), faded_heads, recall_milestones
     f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
+    robustness      ROBUSTNESS_THRESHOLDS, ROBUSTNESS_CLAIMS, robustness_table, holds_ranges, ranges_text,
+                    claim_summary (every threshold-dependent claim over one grid of bars and rules)
+    hangs_on        hangs_on, milestone_margin, kth_strongest (what a claim hangs on: the deciding head, its margin)
     sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity, transition_range
     refinement      REVISION_METRICS, revision_metric, event_window, window_comparison, milestone_window_comparison,
                     PanelView (the refinement page's view of one record panel)
@@ -46,8 +51,13 @@ from circuitdev.analysis.findings.f1_floor import (VERDICTS, bar_mass, floor_che
 from circuitdev.analysis.findings.f2_shapes import (MIN_RISE_HEADS, MIN_RISE_PP, MIN_SPAN_EFOLDS, RUN_COLUMNS,
                                                     bos_fraction, panel_files, run_differences, shape_ranges,
                                                     steepest_rise, trajectory_shape)
-from circuitdev.analysis.findings.f3_milestones import (FIG1B_MILESTONES, MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES,
-                                                        Milestone, milestone, milestone_gap, milestones)
+from circuitdev.analysis.findings.f3_behaviour import (BEHAVIOUR_MILESTONES, BehaviourMilestone, behaviour_milestones,
+                                                       behaviour_specs, milestone_order)
+from circuitdev.analysis.findings.f3_milestones import (BOUND_SIGNS, FIG1B_MILESTONES, MILESTONE_COLUMNS,
+                                                        MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES, Bound, Milestone,
+                                                        bound_text, describe_milestones, fmt_ratio, gap_row, gap_texts,
+                                                        milestone, milestone_gap,
+                                                        milestone_text, milestones, reached_table, with_texts)
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, faded_heads, recall_milestones
 from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, PR_SIGNAL_FLOOR,
                                                      ElevationRule, PanelHeads, head_trajectories, lead_summary,
@@ -56,6 +66,12 @@ from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FOR
 from circuitdev.analysis.findings.f6_noise_floor import NULL_COLUMNS, noise_floor, null_statistics
 from circuitdev.analysis.findings.refinement import (REVISION_METRICS, PanelView, event_window,
                                                      milestone_window_comparison, revision_metric, window_comparison)
+from circuitdev.analysis.findings.hangs_on import HANGS_ON_COLUMNS, hangs_on, kth_strongest, milestone_margin
+from circuitdev.analysis.findings.robustness import (ALL, COUNTING_RULES, MILESTONE_RULES, PAPER_SHAPES,
+                                                     ROBUSTNESS_CLAIMS, ROBUSTNESS_COLUMNS, ROBUSTNESS_THRESHOLDS,
+                                                     VARIED_CLASS, RobustClaim, claim_summary, claims_frame, family_of,
+                                                     holds_ranges, ranges_sentence, ranges_text, robust_claim,
+                                                     robustness_table, rule_verdicts)
 from circuitdev.analysis.findings.seeds import SEED_SUFFIX, seed_of, seed_spread
 from circuitdev.analysis.findings.sensitivity import (SENSITIVITY_THRESHOLDS, shape_sensitivity, threshold_sensitivity,
                                                       transition_range)
@@ -71,8 +87,10 @@ __all__ = [
     "RUN_COLUMNS", "MIN_RISE_PP",
     "MIN_RISE_HEADS", "MIN_SPAN_EFOLDS",
     # F3
-    "Milestone", "PAPER_MILESTONES", "FIG1B_MILESTONES", "MILESTONE_WINDOW_COLUMNS", "milestone", "milestones",
-    "milestone_gap",
+    "Milestone", "PAPER_MILESTONES", "FIG1B_MILESTONES", "MILESTONE_COLUMNS", "MILESTONE_WINDOW_COLUMNS", "milestone",
+    "milestones", "milestone_gap", "Bound", "BOUND_SIGNS", "bound_text", "fmt_ratio", "milestone_text", "with_texts",
+    "reached_table", "describe_milestones", "gap_row", "gap_texts", "BehaviourMilestone", "BEHAVIOUR_MILESTONES",
+    "behaviour_milestones", "behaviour_specs", "milestone_order",
     # F4
     "circuit_recall", "faded_heads", "recall_milestones",
     # F5
@@ -85,6 +103,12 @@ __all__ = [
     # refinement
     "REVISION_METRICS", "revision_metric", "event_window", "window_comparison", "milestone_window_comparison",
     "PanelView",
+    # robustness (issue 21)
+    "ROBUSTNESS_THRESHOLDS", "ROBUSTNESS_CLAIMS", "ROBUSTNESS_COLUMNS", "RobustClaim", "COUNTING_RULES",
+    "MILESTONE_RULES", "PAPER_SHAPES", "VARIED_CLASS", "ALL", "family_of", "robust_claim", "robustness_table",
+    "holds_ranges", "ranges_text", "ranges_sentence", "claim_summary", "rule_verdicts", "claims_frame",
+    "HANGS_ON_COLUMNS", "hangs_on", "kth_strongest",
+    "milestone_margin",
     # seed replicas
     "SEED_SUFFIX", "seed_of", "seed_spread",
 ]

@@ -3,11 +3,12 @@ on shared basics (`axes`: token axes, colours, placeholders, bands, tier columns
 
     f1_floor        bos_layer_heatmaps, floor_margin
     f2_shapes       bos_fraction_lines
-    f3_milestones   milestone_timeline
+    f3_milestones   milestone_timeline, behaviour_timeline
     f4_convergence  recall_curves
     f5_pr_lead      pr_selectivity (also on the one-model page)
     f6_noise_floor  noise_floor
     sensitivity     threshold_sensitivity
+    robustness      robustness_curves (a findings page's "How robust"), robustness_map (the robustness page)
     refinement      refined_trajectory
     model           class_count_heatmaps, ablation_bars (the one-model page)
     method          batch_layout
@@ -25,13 +26,14 @@ from circuitdev.book.plots.axes import (TIER_TITLES, TOKENS_LABEL, TokenAxis, pa
                                         plain_log_ticks, tier_title, token_tick)
 from circuitdev.book.plots.f1_floor import bos_layer_heatmaps, floor_margin
 from circuitdev.book.plots.f2_shapes import bos_fraction_lines
-from circuitdev.book.plots.f3_milestones import milestone_timeline
+from circuitdev.book.plots.f3_milestones import behaviour_timeline, milestone_timeline
 from circuitdev.book.plots.f4_convergence import recall_curves
 from circuitdev.book.plots.f5_pr_lead import pr_selectivity
 from circuitdev.book.plots.f6_noise_floor import noise_floor
 from circuitdev.book.plots.method import batch_layout
 from circuitdev.book.plots.model import ablation_bars, class_count_heatmaps
 from circuitdev.book.plots.refinement import refined_trajectory
+from circuitdev.book.plots.robustness import robustness_curves, robustness_map
 from circuitdev.book.plots.sensitivity import PAPER_THRESHOLDS, threshold_sensitivity
 
 __all__ = [
@@ -39,7 +41,7 @@ __all__ = [
     "TIER_TITLES", "TOKENS_LABEL", "TokenAxis", "palette", "panel_color", "placeholder", "plain_log_ticks",
     "tier_title", "token_tick",
     # one figure per finding / page
-    "bos_layer_heatmaps", "floor_margin", "bos_fraction_lines", "milestone_timeline", "recall_curves",
+    "bos_layer_heatmaps", "floor_margin", "bos_fraction_lines", "milestone_timeline", "behaviour_timeline", "recall_curves",
     "pr_selectivity", "noise_floor", "threshold_sensitivity", "PAPER_THRESHOLDS", "refined_trajectory",
-    "class_count_heatmaps", "ablation_bars", "batch_layout", "audit_status",
+    "class_count_heatmaps", "ablation_bars", "batch_layout", "audit_status", "robustness_curves", "robustness_map",
 ]

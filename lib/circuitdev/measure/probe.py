@@ -151,6 +151,7 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
         nulls = null_selectivity(
             cap.attn_rows, batch, n_nulls=config.n_nulls, seed=config.null_seed,
             baseline_size=config.baseline_size, baseline_seed=config.baseline_seed,
+            baseline_excludes_ab=config.baseline_excludes_ab,  # the selectivities' own baseline: one scale
         )  # (draws, L, H)
         table["null_induction_p99"] = np.percentile(nulls, 99, axis=0).reshape(-1)
         timings["null_s"] = time.perf_counter() - t3

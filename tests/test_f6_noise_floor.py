@@ -51,7 +51,8 @@ def test_which_format_3_records_are_outdated():
     assert "baseline_excludes_ab" in outdated_reason(toy) and null_baseline(toy) == "paper"  # two scales: refresh
     assert outdated_reason(paper) == "" and null_baseline(paper) == "paper"  # already one scale: left alone
     assert outdated_reason({**toy, "nulls": None}) == "" and null_baseline({**toy, "nulls": None}) is None
-    assert outdated_reason({**toy, "format": FORMAT}) == "" and null_baseline({**toy, "format": FORMAT}) == "A/B excluded"
+    current = {**toy, "format": FORMAT}
+    assert outdated_reason(current) == "" and null_baseline(current) == "A/B excluded"
     assert "circuitdev.record/2" in outdated_reason({**paper, "format": "circuitdev.record/2"})
 
 
@@ -88,3 +89,34 @@ def test_probe_refreshes_a_format_3_toy_record_onto_one_scale(tmp_path):
     assert result.action == "computed" and "outdated" in result.reason
     assert null_baseline(json.loads(paths.sidecar.read_text())) == "A/B excluded"
     assert PanelRecords.open(out, path).read().outdated() == []
+
+
+def test_the_f6_page_says_which_scale_each_panel_uses(tmp_path):
+    """book.controls.null_scales: a panel whose null draws are on its selectivities' baseline, and one left on two."""
+    import json
+
+    import yaml
+
+    from circuitdev.book import controls
+    from circuitdev.book.tiers import load_tiers
+    from circuitdev.sources.panels import load_panel
+    from circuitdev.sources.run import probe_panel
+    from circuitdev.sources.store import record_paths
+    from tiny_models import tiny_model
+
+    tiny_model("gpt_neox", seed=5).save_pretrained(tmp_path / "tiny-s" / "step0")
+    spec = {"name": "tiny-s", "model": "./tiny-s", "family": "gpt_neox", "dtype": "fp32", "tokens_per_step": 1,
+            "probe": {"n": 16, "n_pr": 8, "seq_len": 16, "vocab_range": [3, 60], "baseline_size": 6, "n_prefix": 0,
+                      "n_nulls": 2, "n_boot": 0, "baseline_excludes_ab": True},
+            "revisions": [{"name": "step0", "step": 0, "tokens": 0}]}
+    (tmp_path / "tiny-s.yaml").write_text(yaml.safe_dump(spec))
+    out = tmp_path / "results"
+    probe_panel(load_panel(tmp_path / "tiny-s.yaml", results_dir=out), results_dir=out, progress=False)
+    tiers = load_tiers(["measured"], published_dir=None, results_dir=out, panels=["tiny-s"])
+    scales = controls.null_scales(tiers, out).set_index("panel")
+    assert scales.loc["tiny-s", "text"] == "both on the A/B excluded baseline" and scales.loc["tiny-s", "one_scale"]
+    sidecar = record_paths(out, "tiny-s", "step0").sidecar  # the same record as format 3 wrote it
+    sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "format": "circuitdev.record/3"}))
+    scales = controls.null_scales(tiers, out).set_index("panel")
+    assert not scales.loc["tiny-s", "one_scale"] and scales.loc["tiny-s", "nulls"] == "paper"
+    assert "null draws on the paper one" in scales.loc["tiny-s", "text"]

@@ -5,8 +5,12 @@ developmental table; one module per finding, as the book has one page per findin
     f2_shapes       bos_fraction, trajectory_shape
     f3_milestones   Milestone, PAPER_MILESTONES, FIG1B_MILESTONES, milestone, milestones, milestone_gap
     f4_convergence  circuit_recall, recall_milestones
-    f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated
+    f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated,
+                    lead_value, lead_censoring
+    f5_control      elevation_base_rate, lead_null, lead_null_settings, pr_against_null, null_pr_summary
+    spectral_topk   scaled_k, topk_heads, topk_breakdown, topk_dominance (the authors' top-K PR ranking)
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
+    sink_measures   sink_flags, measure_counts, measure_agreement, sink_onsets, floor_by_measure, lowest_layers
     sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity, transition_range
     refinement      REVISION_METRICS, revision_metric, event_window, window_comparison, milestone_window_comparison,
                     PanelView (the refinement page's view of one record panel)
@@ -47,11 +51,25 @@ from circuitdev.analysis.findings.f2_shapes import bos_fraction, trajectory_shap
 from circuitdev.analysis.findings.f3_milestones import (FIG1B_MILESTONES, MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES,
                                                         Milestone, milestone, milestone_gap, milestones)
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, recall_milestones
-from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, PR_SIGNAL_FLOOR,
-                                                     ElevationRule, PanelHeads, head_trajectories, lead_summary,
+from circuitdev.analysis.findings.f5_control import (LEAD_NULL_COLUMNS, N_PERMUTATIONS, NULL_PR_QUANTILE,
+                                                     PERMUTATION_SEED, elevation_base_rate, lead_null,
+                                                     lead_null_settings, lead_null_texts, null_pr_summary,
+                                                     pr_against_null)
+from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, LEAD_CENSORING,
+                                                     PR_SIGNAL_FLOOR, ElevationRule, LeadCensoring, PanelHeads,
+                                                     bound_text, head_trajectories, lead_censoring, lead_summary,
+                                                     lead_texts, lead_value, sensitivity_medians,
                                                      parse_head, pr_elevated, pr_features, pr_lead,
                                                      pr_lead_sensitivity)
 from circuitdev.analysis.findings.f6_noise_floor import NULL_COLUMNS, noise_floor, null_statistics
+from circuitdev.analysis.findings.sink_measures import (AGREEMENT_COLUMNS, FLOOR_COLUMNS, GU_EPSILON, MEASURE_COLUMNS,
+                                                        SINK_MEASURES, SinkMeasure, floor_by_measure,
+                                                        floor_texts, lowest_layers, mass_for_selectivity,
+                                                        measure_agreement, measure_counts, measured, sink_flags,
+                                                        sink_onsets)
+from circuitdev.analysis.findings.spectral_topk import (BREAKDOWN_COLUMNS, PAPER_K_SHARE, PAPER_TOP_K, TOPK_CLASSES,
+                                                        dominance_texts, scaled_k, topk_breakdown,
+                                                        topk_dominance, topk_heads)
 from circuitdev.analysis.findings.refinement import (REVISION_METRICS, PanelView, event_window,
                                                      milestone_window_comparison, revision_metric, window_comparison)
 from circuitdev.analysis.findings.seeds import SEED_SUFFIX, seed_of, seed_spread
@@ -73,8 +91,20 @@ __all__ = [
     # F5
     "ElevationRule", "PanelHeads", "FORMATION_THRESHOLDS", "PR_SIGNAL_FLOOR", "DEFAULT_ELEVATION_GRID", "parse_head",
     "head_trajectories", "pr_elevated", "pr_lead", "lead_summary", "pr_lead_sensitivity", "pr_features",
+    "LeadCensoring", "LEAD_CENSORING", "lead_value", "lead_censoring", "bound_text", "lead_texts",
+    "sensitivity_medians",
+    # F5's control
+    "LEAD_NULL_COLUMNS", "N_PERMUTATIONS", "NULL_PR_QUANTILE", "PERMUTATION_SEED", "elevation_base_rate", "lead_null",
+    "lead_null_settings", "lead_null_texts", "pr_against_null", "null_pr_summary",
+    # the spectral top-K
+    "BREAKDOWN_COLUMNS", "PAPER_K_SHARE", "PAPER_TOP_K", "TOPK_CLASSES", "scaled_k", "topk_heads", "topk_breakdown",
+    "topk_dominance", "dominance_texts",
     # F6
     "NULL_COLUMNS", "null_statistics", "noise_floor",
+    # the sink measures
+    "SinkMeasure", "SINK_MEASURES", "MEASURE_COLUMNS", "GU_EPSILON", "AGREEMENT_COLUMNS", "FLOOR_COLUMNS",
+    "sink_flags", "measured", "measure_counts", "measure_agreement", "sink_onsets", "floor_by_measure",
+    "lowest_layers", "floor_texts", "mass_for_selectivity",
     # sensitivity
     "SENSITIVITY_THRESHOLDS", "threshold_sensitivity", "shape_sensitivity", "transition_range",
     # refinement

@@ -94,8 +94,8 @@ ch.figure(plots.pr_selectivity(ch.apply(pr_lead.head_trajectories, head_class=he
 medians = pr_lead.lead_texts(pr_lead.lead_summary(pd.concat(
     [ch.apply(pr_lead.pr_lead, head_class=c, rule=elevation_rule, level=elevation_level) for c in lead_classes])))
 controls.glue_leads(ch, medians)
-ch.table(medians.drop(columns="text"), caption="Lead of PR elevation over formation (checkpoints) per model and class: "
-         "exact, lower / upper bounds, undefined; medians over the defined (bounds at their value) and the exact.")
+ch.table(medians.drop(columns=["text", "formed", "min_lead", "max_lead"]), caption="Lead of PR elevation over "
+         "formation (checkpoints): exact leads, lower / upper bounds, undefined; medians of the defined and the exact.")
 
 # %% [markdown]
 # ## How often is any head "elevated"? The base rate
@@ -139,8 +139,8 @@ controls.glue_null(ch, null, head_class, elevation_rule, causal_rule)
 ch.figure(plots.lead_vs_null(null, head_class=head_class), name="fig-f5-null", caption="The circuit's median lead "
           "(black; a triangle where it is a bound) against the permutation null (square: mean; grey: 95% range), "
           "and the non-circuit heads' median lead against the same formation times (diamond); p-value at right.")
-ch.table(null.drop(columns=["text", "seed", "n_perm"]), precision=3, caption="The lead against its null per model, "
-         "class and rule (medians of the circuit, non-circuit and transient heads; the null's mean and 95% range).")
+ch.table(null[findings.LEAD_NULL_TABLE], precision=2, caption="The lead against its null per model, class and rule: "
+         "medians of the circuit, non-circuit and transient heads; the null's mean and 95% range; p.")
 
 # %% [markdown]
 # ## What the lead hangs on

@@ -51,7 +51,7 @@ from circuitdev.analysis.findings.f2_shapes import bos_fraction, trajectory_shap
 from circuitdev.analysis.findings.f3_milestones import (FIG1B_MILESTONES, MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES,
                                                         Milestone, milestone, milestone_gap, milestones)
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, recall_milestones
-from circuitdev.analysis.findings.f5_control import (LEAD_NULL_COLUMNS, N_PERMUTATIONS, NULL_PR_QUANTILE,
+from circuitdev.analysis.findings.f5_control import (LEAD_NULL_COLUMNS, LEAD_NULL_TABLE, N_PERMUTATIONS, NULL_PR_QUANTILE,
                                                      PERMUTATION_SEED, elevation_base_rate, lead_null,
                                                      lead_null_settings, lead_null_texts, null_pr_summary,
                                                      pr_against_null)
@@ -94,7 +94,7 @@ __all__ = [
     "LeadCensoring", "LEAD_CENSORING", "lead_value", "lead_censoring", "bound_text", "lead_texts",
     "sensitivity_medians",
     # F5's control
-    "LEAD_NULL_COLUMNS", "N_PERMUTATIONS", "NULL_PR_QUANTILE", "PERMUTATION_SEED", "elevation_base_rate", "lead_null",
+    "LEAD_NULL_COLUMNS", "LEAD_NULL_TABLE", "N_PERMUTATIONS", "NULL_PR_QUANTILE", "PERMUTATION_SEED", "elevation_base_rate", "lead_null",
     "lead_null_settings", "lead_null_texts", "pr_against_null", "null_pr_summary",
     # the spectral top-K
     "BREAKDOWN_COLUMNS", "PAPER_K_SHARE", "PAPER_TOP_K", "TOPK_CLASSES", "scaled_k", "topk_heads", "topk_breakdown",

@@ -26,6 +26,10 @@ from circuitdev.analysis.findings.f5_pr_lead import (FORMATION_THRESHOLDS, Eleva
 from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, sel_column
 
+# the columns a page shows of a lead_null table (+ tier): the rest are in reanalyse's f5_lead_null.csv
+LEAD_NULL_TABLE = ["tier", "panel", "head_class", "rule", "heads", "defined", "lower", "upper", "median_lead",
+                   "other_median_lead", "transient_median_lead", "null_mean", "null_lo", "null_hi", "p_value",
+                   "base_rate_first"]
 N_PERMUTATIONS = 10_000  # permutations of the null: a p-value of 0.05 has a Monte Carlo error of about 0.002
 PERMUTATION_SEED = 0
 NULL_PR_QUANTILE = 0.99  # the paper's null PR statistic: the 99th percentile over every head (and draw)
@@ -211,5 +215,5 @@ def null_pr_summary(calibrated: pd.DataFrame, dev: pd.DataFrame | None = None, *
     return out[columns]
 
 
-__all__ = ["N_PERMUTATIONS", "PERMUTATION_SEED", "NULL_PR_QUANTILE", "LEAD_NULL_COLUMNS", "elevation_base_rate",
+__all__ = ["LEAD_NULL_TABLE", "N_PERMUTATIONS", "PERMUTATION_SEED", "NULL_PR_QUANTILE", "LEAD_NULL_COLUMNS", "elevation_base_rate",
            "lead_null", "lead_null_settings", "lead_null_texts", "pr_against_null", "null_pr_summary"]

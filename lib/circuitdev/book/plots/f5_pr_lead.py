@@ -1,6 +1,6 @@
 """F5's figures: PR and selectivity of each circuit head on one time axis; the lead against its permutation null; the
 share of all heads a rule calls elevated; a head's PR against its PR on random tokens; the spectral top-K by class.
-One readable panel per model, at most three per row."""
+One readable panel per model, at most two per row."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from circuitdev.book.plots.axes import (TokenAxis, figure_title, placeholder, pl
                                         token_counts, token_tick)
 from circuitdev.schema import INDUCTION_THRESHOLD
 
-COLUMNS = 3  # panels per row: wider grids shrink below legibility at the page's width
+COLUMNS = 2  # panels per row: wider grids shrink below legibility at the page's width (~9 in)
 RULE_STYLES = {"fraction-of-peak": ("#1f77b4", "-"), "peak-to-date": ("#d62728", "--"),
                "ratio-to-start": ("#2ca02c", "-."), "above-level": ("#9467bd", ":")}
 CLASS_COLORS = {"induction": "#d62728", "previous-token": "#1f77b4", "duplicate-token": "#8c564b",
@@ -28,7 +28,7 @@ def _keys(df: pd.DataFrame) -> list[tuple[str, str]]:
     return list(df[["tier", "panel"]].drop_duplicates().itertuples(index=False, name=None))
 
 
-def _grid(n: int, *, width: float = 4.4, height: float = 3.4, rows_per: int = 1, sharex: str | bool = False):
+def _grid(n: int, *, width: float = 5.2, height: float = 3.4, rows_per: int = 1, sharex: str | bool = False):
     """A figure of n panel blocks, COLUMNS per row, each block `rows_per` axes high: (figure, axes[block][row])."""
     cols = min(COLUMNS, max(n, 1))
     block_rows = math.ceil(n / cols)
@@ -44,7 +44,7 @@ def _grid(n: int, *, width: float = 4.4, height: float = 3.4, rows_per: int = 1,
 def pr_selectivity(traj: pd.DataFrame, *, threshold: float = INDUCTION_THRESHOLD, class_label: str = "induction",
                    max_panels: int = 6) -> Figure:
     """F5: per circuit head, PR − 1 (upper axis) and selectivity (lower axis) on one token axis, one block per model
-    (three per row); the dashed vertical line marks the head's formation (first revision ≥ threshold).
+    (two per row); the dashed vertical line marks the head's formation (first revision ≥ threshold).
     `traj`: findings.head_trajectories + tier."""
     traj = traj[traj["pr"].notna()] if len(traj) else traj
     if traj.empty:
@@ -94,7 +94,7 @@ def lead_vs_null(nulls: pd.DataFrame, *, head_class: str = "induction") -> Figur
                            title="The circuit's lead against a permutation null")
     rules, tiers = list(pd.unique(rows["rule"])), list(pd.unique(rows["tier"]))
     sizes = [rows[rows["tier"] == t]["panel"].nunique() for t in tiers]
-    fig, axes = plt.subplots(len(tiers), len(rules), figsize=(6.0 * len(rules), 0.62 * sum(sizes) + 1.2 * len(tiers)
+    fig, axes = plt.subplots(len(tiers), len(rules), figsize=(5.0 * len(rules), 0.62 * sum(sizes) + 1.2 * len(tiers)
                                                                + 0.6), squeeze=False, layout="constrained",
                              gridspec_kw={"height_ratios": [s + 0.8 for s in sizes]})
     for i, tier in enumerate(tiers):
@@ -125,7 +125,7 @@ def lead_vs_null(nulls: pd.DataFrame, *, head_class: str = "induction") -> Figur
             level = g["level"].iloc[0] if len(g) else float("nan")
             ax.set_title(f"{tier_title(tier)} · elevation: {rule} at {level:g}", fontsize=9)
             if i == len(tiers) - 1:
-                ax.set_xlabel("lead of PR elevation over formation (checkpoints; > 0: PR first)")
+                ax.set_xlabel("lead in checkpoints (> 0: PR elevated first)")
     handles = {}
     for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels()):

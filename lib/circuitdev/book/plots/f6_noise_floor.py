@@ -14,13 +14,13 @@ from circuitdev.schema import BOS_THRESHOLD, INDUCTION_THRESHOLD
 
 def noise_floor(nulls: pd.DataFrame, *, thresholds: Sequence[float] = (BOS_THRESHOLD, INDUCTION_THRESHOLD)) -> Figure:
     """F6: null-selectivity p99 and max against the largest real induction selectivity, over training; one column
-    per (tier, panel), three per row. `nulls`: tier, panel, tokens_b, null_p99, null_max, real_max (tier "paper" =
+    per (tier, panel), two per row. `nulls`: tier, panel, tokens_b, null_p99, null_max, real_max (tier "paper" =
     claimed)."""
     if nulls.empty:
         return placeholder("No null-selectivity draws in any tier: probe with n_nulls > 0.",
                            title="Selectivity noise floor")
     keys = _keys(nulls)
-    fig, blocks = _grid(len(keys), height=3.4)  # three panels per row: legible at the page's width
+    fig, blocks = _grid(len(keys), height=3.4)  # two panels per row: legible at the page's width
     styles = {"real_max": ("real max (induction)", "-", "#1f77b4"), "null_max": ("null max", "--", "#ff7f0e"),
               "null_p99": ("null p99", "-", "#2ca02c")}
     for (ax,), (tier, panel) in zip(blocks, keys):

@@ -1,6 +1,6 @@
 """The sink-measures page's figures: how many heads each of the three sink measures flags over training, which heads
 and when, and the lowest layer each measure finds (F1's floor under each). One readable panel per model, at most
-three per row."""
+two per row."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def sink_timeline(flags: pd.DataFrame, *, max_heads: int = 12) -> Figure:
         return placeholder("No head is a sink under any measure in the toy or measured tiers (the published tier "
                            "holds one measure only).", title="Which heads, when, under each measure")
     keys = _keys(rows[rows["_any"]])
-    fig, blocks = _grid(len(keys), height=3.4)
+    most = rows[rows["_any"]].groupby(["tier", "panel"])["name"].nunique().max()
+    fig, blocks = _grid(len(keys), height=1.6 + 0.45 * min(int(most), max_heads))  # as tall as its rows need
     for (ax,), (tier, panel) in zip(blocks, keys):
         g = rows[(rows["tier"] == tier) & (rows["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
         axis = TokenAxis.of(g["tokens"])

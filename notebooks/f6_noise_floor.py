@@ -20,13 +20,18 @@
 # sequence, the record's sidecar) summarised per revision, and per panel whether p99 and max stay within a factor
 # of {glue:text}`f6-stable-ratio` (`findings.noise_floor`). The authors' published folder holds no null draws, so
 # the paper's values are drawn as claimed.
+#
+# **One scale.** A null draw is attention at a random position divided by the same baseline as the record's real
+# selectivities, so the two can be compared. The paper's baseline is 50 fixed positions; the toy panels leave each
+# sequence's A and B out of it (`baseline_excludes_ab`), and their null draws do the same (records of format 4 on;
+# older records divided the null by the paper's baseline and are re-probed). Here: {glue:text}`f6-scale`.
 
 # %% tags=["remove-cell"]
 import pandas as pd
 
 from circuitdev.analysis import findings
 from circuitdev.analysis.claims import paper_noise_floor
-from circuitdev.book import Source, chapter, plots
+from circuitdev.book import Source, chapter, controls, plots
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -48,6 +53,12 @@ if ch.tiers.get("published") is not None:
     ch.note("The authors' published folder holds no null-selectivity draws, so this finding cannot be re-derived "
             "from it; the paper's claimed values are drawn instead (tier `paper`). Our own probe records carry "
             "null draws (ProbeConfig.n_nulls).", title="Published tier: no null draws")
+scales = controls.null_scales(ch.tiers, ch.folders.results_dir)
+ch.glue_list("scale", scales, "text", sep="; ", absent="n/a (no records in this build)")
+if not scales["one_scale"].all():
+    ch.note(", ".join(scales.query("~one_scale")["panel"]) + ": the null draws divide by the paper's baseline, the "
+            "selectivities leave A and B out of it (records before format 4). Re-probe them (`circuitdev probe "
+            "--panel NAME` refreshes such records).", kind="warning", title="Null and signal on two scales")
 if len(ours) and (ours["n_nulls"] < 100).any():
     ch.note(f"Some records hold only {int(ours['n_nulls'].min())} null draws per head, far fewer than the paper's "
             "calibration runs; their maxima are noisy. Re-probe with `--set n_nulls=500` for a stable p99.",
@@ -59,7 +70,7 @@ if len(ours) and (ours["n_nulls"] < 100).any():
 # {numref}`fig-f6-floor` draws the null p99, the null maximum and the largest real induction selectivity of every
 # panel against training tokens.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 ch.figure(plots.noise_floor(pd.concat([ours, paper], ignore_index=True) if show_paper else ours, thresholds=thresholds),
           name="fig-f6-floor", tiers=["toy", "measured"],
           extra=["paper — claims F6.null_p99, F6.null_max, F6.real_max of data/claims.yaml"] if show_paper else [],

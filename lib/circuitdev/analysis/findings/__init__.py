@@ -7,8 +7,12 @@ developmental table; one module per finding, as the book has one page per findin
                     fmt_ratio, milestone_text, with_texts, gap_texts (censored values written as bounds)
     f3_behaviour    BehaviourMilestone, BEHAVIOUR_MILESTONES, behaviour_milestones, behaviour_specs, milestone_order
     f4_convergence  circuit_recall (recall, precision, Jaccard), faded_heads, recall_milestones
-    f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated
+    f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated,
+                    lead_value, lead_censoring
+    f5_control      elevation_base_rate, lead_null, lead_null_settings, pr_against_null, null_pr_summary
+    spectral_topk   scaled_k, topk_heads, topk_breakdown, topk_dominance (the authors' top-K PR ranking)
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
+    sink_measures   sink_flags, measure_counts, measure_agreement, sink_onsets, floor_by_measure, lowest_layers
     robustness      ROBUSTNESS_THRESHOLDS, ROBUSTNESS_CLAIMS, robustness_table, holds_ranges, ranges_text,
                     claim_summary (every threshold-dependent claim over one grid of bars and rules)
     hangs_on        hangs_on, milestone_margin, kth_strongest (what a claim hangs on: the deciding head, its margin)
@@ -59,11 +63,25 @@ from circuitdev.analysis.findings.f3_milestones import (BOUND_SIGNS, FIG1B_MILES
                                                         milestone, milestone_gap,
                                                         milestone_text, milestones, reached_table, with_texts)
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, faded_heads, recall_milestones
-from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, PR_SIGNAL_FLOOR,
-                                                     ElevationRule, PanelHeads, head_trajectories, lead_summary,
+from circuitdev.analysis.findings.f5_control import (LEAD_NULL_COLUMNS, LEAD_NULL_TABLE, N_PERMUTATIONS, NULL_PR_QUANTILE,
+                                                     PERMUTATION_SEED, elevation_base_rate, lead_null,
+                                                     lead_null_settings, lead_null_texts, null_pr_summary,
+                                                     pr_against_null)
+from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, LEAD_CENSORING,
+                                                     PR_SIGNAL_FLOOR, ElevationRule, LeadCensoring, PanelHeads,
+                                                     head_trajectories, lead_bound_text, lead_censoring, lead_summary,
+                                                     lead_texts, lead_value, sensitivity_medians,
                                                      parse_head, pr_elevated, pr_features, pr_lead,
                                                      pr_lead_sensitivity)
 from circuitdev.analysis.findings.f6_noise_floor import NULL_COLUMNS, noise_floor, null_statistics
+from circuitdev.analysis.findings.sink_measures import (AGREEMENT_COLUMNS, FLOOR_COLUMNS, GU_EPSILON, MEASURE_COLUMNS,
+                                                        SINK_MEASURES, SinkMeasure, floor_by_measure,
+                                                        floor_texts, lowest_layers, mass_for_selectivity,
+                                                        measure_agreement, measure_counts, measured, sink_flags,
+                                                        sink_onsets)
+from circuitdev.analysis.findings.spectral_topk import (BREAKDOWN_COLUMNS, PAPER_K_SHARE, PAPER_TOP_K, TOPK_CLASSES,
+                                                        dominance_texts, scaled_k, topk_breakdown,
+                                                        topk_dominance, topk_heads)
 from circuitdev.analysis.findings.refinement import (REVISION_METRICS, PanelView, event_window,
                                                      milestone_window_comparison, revision_metric, window_comparison)
 from circuitdev.analysis.findings.hangs_on import HANGS_ON_COLUMNS, hangs_on, kth_strongest, milestone_margin
@@ -96,8 +114,20 @@ __all__ = [
     # F5
     "ElevationRule", "PanelHeads", "FORMATION_THRESHOLDS", "PR_SIGNAL_FLOOR", "DEFAULT_ELEVATION_GRID", "parse_head",
     "head_trajectories", "pr_elevated", "pr_lead", "lead_summary", "pr_lead_sensitivity", "pr_features",
+    "LeadCensoring", "LEAD_CENSORING", "lead_value", "lead_censoring", "lead_bound_text", "lead_texts",
+    "sensitivity_medians",
+    # F5's control
+    "LEAD_NULL_COLUMNS", "LEAD_NULL_TABLE", "N_PERMUTATIONS", "NULL_PR_QUANTILE", "PERMUTATION_SEED", "elevation_base_rate", "lead_null",
+    "lead_null_settings", "lead_null_texts", "pr_against_null", "null_pr_summary",
+    # the spectral top-K
+    "BREAKDOWN_COLUMNS", "PAPER_K_SHARE", "PAPER_TOP_K", "TOPK_CLASSES", "scaled_k", "topk_heads", "topk_breakdown",
+    "topk_dominance", "dominance_texts",
     # F6
     "NULL_COLUMNS", "null_statistics", "noise_floor",
+    # the sink measures
+    "SinkMeasure", "SINK_MEASURES", "MEASURE_COLUMNS", "GU_EPSILON", "AGREEMENT_COLUMNS", "FLOOR_COLUMNS",
+    "sink_flags", "measured", "measure_counts", "measure_agreement", "sink_onsets", "floor_by_measure",
+    "lowest_layers", "floor_texts", "mass_for_selectivity",
     # sensitivity
     "SENSITIVITY_THRESHOLDS", "threshold_sensitivity", "shape_sensitivity", "transition_range",
     # refinement

@@ -245,7 +245,7 @@ def test_book_edition_has_exercise_and_folded_solution_blocks(parsed):
         assert sources[at].startswith(f"### Exercise {ex.id} — {ex.title}\n\n```{{exercise}} {ex.ratings}")
         assert ":nonumber:" in sources[at]
         # the hint, folded, inside the exercise's box (kept in the participants' edition)
-        assert f":::{{hint}} Hint\n:class: dropdown\n\n{build.hint_text(s, ex)}\n:::\n```" in sources[at]
+        assert f":::{{hint}}\n:class: dropdown\n\n{build.hint_text(s, ex)}\n:::\n```" in sources[at]
         assert sources[at + 1].startswith(f"````{{solution}} {ex.label}\n:label: sol-{s.number}-{ex.number}\n"
                                           ":class: dropdown\n\n```python\n")
         assert f"def {checks.CHECKS[ex.id].functions[0]}(" in sources[at + 1]

@@ -91,8 +91,8 @@ plt.show()
 # %% [markdown]
 # #### Hint
 #
-# Start from `out = z.clone()` (the check looks at the input afterwards), then for each head set the slice
-# `out[..., h * d_head:(h + 1) * d_head] = 0`.
+# Copy first (`z.clone()`: the check looks at its input afterwards), then zero each listed head's slice of the last
+# dimension: head h owns the columns from h·d_head up to, not including, (h + 1)·d_head.
 
 # %%
 def zero_heads(z: torch.Tensor, heads: list[int], d_head: int) -> torch.Tensor:
@@ -149,9 +149,9 @@ print("the library     ", {k: round(v, 4) for k, v in circuitdev.evaluate(model,
 # %% [markdown]
 # #### Hint
 #
-# Make one `rng = np.random.RandomState(seed)` before the loop over `spec.items()`, so the layers share one
-# stream. In a layer, the eligible heads are the others, `k = min(len(spec[layer]), len(eligible))`, and the draw is
-# `rng.choice(eligible, size=k, replace=False)`; skip the layer when k is 0, and return sorted Python ints.
+# The layers share one random stream: create the `np.random.RandomState(seed)` once, before looping over
+# `spec.items()`. In a layer, the eligible heads are the others, k is the smaller of the two counts, and the draw is
+# `choice(eligible, size=k, replace=False)` on that stream; skip a layer with k = 0, and return sorted Python ints.
 
 # %%
 def matched_random(spec: dict[int, list[int]], n_heads: int, seed: int) -> dict[int, list[int]]:

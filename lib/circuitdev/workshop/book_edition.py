@@ -43,7 +43,7 @@ def book_notebook(session: Session, solutions, *, executed: bool = True):
             hint = hint_text(session, ex)
             if hint:
                 colons = _fence(hint, char=":")
-                body += f"\n\n{colons}{{hint}} Hint\n:class: dropdown\n\n{hint}\n{colons}"
+                body += f"\n\n{colons}{{hint}}\n:class: dropdown\n\n{hint}\n{colons}"
             fence = _fence(body)
             cell.source = (f"### Exercise {ex.id} — {ex.title}\n\n{fence}{{exercise}} {ex.ratings}\n:label: {ex.label}\n"
                            f":nonumber:\n\n{body}\n{fence}")

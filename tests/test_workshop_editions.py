@@ -45,7 +45,8 @@ def test_each_hint_is_folded_in_the_notebooks_and_printed_by_checks_hint():
                 assert "#### Hint" not in cell.source
         solution_code = [line for line in build.solution_lines(s) if len(line) > 25 and not line.startswith("#")]
         for ex in s.exercises:
-            assert not [line for line in solution_code if line in build.hint_text(s, ex)], f"{ex.id}: a hint, not the answer"
+            given_away = [line for line in solution_code if line in build.hint_text(s, ex)]
+            assert not given_away, f"{ex.id}: a hint, not the answer: {given_away}"
             shown = checks.hint(ex.id)
             assert shown.text == build.hint_text(s, ex)
             assert shown._repr_markdown_().startswith(f"**Hint for exercise {ex.id}.** ")

@@ -66,8 +66,11 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 def test_the_fastest_thread_count_is_chosen_from_interleaved_rounds(workshop):
     # a busy 2-core machine: 2 threads ten times slower; one slow round of 1 thread does not change the median
-    choice = machine.measure(timer=fake_timer({1: [0.10, 0.30, 0.12], 2: [1.0, 1.1, 0.9]}), counts=[1, 2], rounds=3)
+    timer = fake_timer({1: [0.10, 0.30, 0.12], 2: [1.0, 1.1, 0.9]})
+    timed: list[int] = []
+    choice = machine.measure(timer=lambda n, steps: timed.append(n) or timer(n, steps), counts=[1, 2], rounds=3)
     assert choice.threads == 1 and choice.seconds_per_step == {1: 0.12, 2: 1.0}
+    assert timed == [1, 2, 1, 1]  # interleaved; 2 threads, 10x slower in the first round, not timed again
     assert choice.estimate_s == pytest.approx(0.12 * data.mini_recipe().steps)
     lo, hi = choice.expected_range()
     assert lo < choice.estimate_s < hi

@@ -5,7 +5,7 @@
     toy_config("toy-pythia")           the panel's probe configuration (seq_len 64, the BOS at position 0, ...)
     toy_table("toy-pythia")            its developmental table from the probe records in `circuitdev.paths.results_dir()`,
                                        probing the revisions that have no record yet
-    train_mini("gpt_neox")             the participant's own run: the `mini` toy preset, trained live (a progress bar and
+    train_mini("gpt_neox")             the participant's own run: the `mini` toy preset, trained live (a progress bar,
                                        a live loss curve in a notebook) into the workshop's folder, or reused;
                                        `mini_table(run)` probes its checkpoints into <workshop>/results
     training_plan()                    this machine's torch thread count for training, measured (`workshop.machine`),
@@ -220,7 +220,8 @@ def training_plan(*, log=print):
 def _loss_logs(panel: str) -> list[Path]:
     """Where a run's loss log may be: the workshop's folder, then the data folder's default workshop folder (a run
     pre-trained there)."""
-    return list(dict.fromkeys([workshop_dir() / f"{panel}-loss.json", paths.toy_dir() / "_workshop" / f"{panel}-loss.json"]))
+    name = f"{panel}-loss.json"
+    return list(dict.fromkeys([workshop_dir() / name, paths.toy_dir() / "_workshop" / name]))
 
 
 def train_mini(family: str = "gpt_neox", *, retrain: bool = False, live: bool = True, log_every: int = 10,
@@ -286,7 +287,8 @@ def train_mini(family: str = "gpt_neox", *, retrain: bool = False, live: bool = 
 def trained_seconds(panel: str, root: Path | None = None) -> float:
     """The training time `circuitdev toy train` recorded with a toy panel's checkpoints (recipe.json), else 0."""
     try:
-        return float(json.loads((Path(root or mini_root(panel)) / "toy" / panel / "recipe.json").read_text())["seconds"])
+        recipe_file = Path(root or mini_root(panel)) / "toy" / panel / "recipe.json"
+        return float(json.loads(recipe_file.read_text())["seconds"])
     except (OSError, ValueError, KeyError, TypeError):
         return 0.0
 

@@ -5,7 +5,8 @@ arrow). Box kinds: `data` (what the session reads or computes along the way), `y
 writes: its exercise numbers in the box) and `check` (what the result is compared with). matplotlib only, a PNG in
 the notebook and in the book (nothing loaded from a network).
 
-    session_diagram(2)    the Figure of session 2: mini run -> checkpoints -> probe -> trajectories -> ...
+    session_diagram(2)    the Figure of session 2: mini run -> checkpoints -> probe -> trajectories -> ... (at most
+                          four boxes a row, so that it stays readable in the book's text column)
     DIAGRAMS[2]           its rows, for the tests (every exercise of a session appears in its diagram)
 """
 
@@ -34,8 +35,12 @@ class Box:
 
 @dataclass(frozen=True)
 class Row:
-    boxes: tuple[Box, ...]
-    below: int | None = None  # the box of the row above this row branches off (None: the first row, or unconnected)
+    boxes: tuple[Box, ...]  # at most `COLUMNS`, left to right from the first column
+    below: int | None = None  # the box of the row above that this row continues from (an elbow arrow into its first
+    # box); None: a row of its own
+
+
+COLUMNS = 4  # boxes per row at most: the diagram then fits a book's text column (about 7 inches) at a readable size
 
 
 DIAGRAMS: dict[int, tuple[str, tuple[Row, ...]]] = {
@@ -43,22 +48,23 @@ DIAGRAMS: dict[int, tuple[str, tuple[Row, ...]]] = {
         Row((Box("induction batch", "N sequences × T tokens: filler, A B, …, A at the query"),
              Box("toy model", "toy-pythia, final checkpoint"),
              Box("query rows", "attn_rows (N, L, H, T): where the second A looks"),
-             Box("class targets", "six key positions per sequence", "you", ("1.1",)),
-             Box("selectivity", "mean at target / mean at baseline → (L, H)", "you", ("1.2", "1.3")),
-             Box("the screen", "circuitdev.measure.screen", "check"))),
+             Box("class targets", "six key positions per sequence", "you", ("1.1",)))),
+        Row((Box("selectivity", "mean at target / mean at baseline → (L, H)", "you", ("1.2", "1.3")),
+             Box("the screen", "circuitdev.measure.screen", "check")), below=3),
         Row((Box("baseline without A, B", "the toy panel's variant", "you", ("1.4",)),
-             Box("the probe's record", "data/results/toy-pythia", "check")), below=4),
+             Box("the probe's record", "data/results/toy-pythia", "check")), below=0),
     )),
     2: ("Session 2 · watch a circuit form", (
         Row((Box("your mini run", "trained live here: loss curve, measured time"),
              Box("checkpoints", "the steps the run saves"),
              Box("probe each", "session 1's screen on every checkpoint"),
-             Box("trajectories", "selectivity (R, L, H) over training"),
-             Box("first crossing", "when each head forms", "you", ("2.1",)),
-             Box("milestones", "first step with k heads ≥ threshold", "you", ("2.2",)))),
-        Row((Box("repeated sequences", "a random half, then the same half again"),
+             Box("trajectories", "selectivity (R, L, H) over training"))),
+        Row((Box("first crossing", "when each head forms", "you", ("2.1",)),
+             Box("milestones", "first step with k heads ≥ threshold", "you", ("2.2",)),
+             Box("the default toy panel", "toy-pythia's milestones, same rule", "check")), below=3),
+        Row((Box("repeated sequences", "a random half, then the same half again, on each checkpoint"),
              Box("prefix matching", "attention to the token after the earlier copy", "you", ("2.3",)),
-             Box("the library's score", "prefix_matching_scores", "check")), below=1),
+             Box("the library's score", "prefix_matching_scores", "check"))),
     )),
     3: ("Session 3 · sinks, and what selectivity hides", (
         Row((Box("full patterns", "(N, H, T, T) of every layer, probe batch"),
@@ -75,8 +81,7 @@ DIAGRAMS: dict[int, tuple[str, tuple[Row, ...]]] = {
         Row((Box("circuit", "heads ≥ threshold at the final checkpoint"),
              Box("zero heads", "their columns of W_O's input, in hooks", "you", ("4.1",)),
              Box("matched random", "as many heads, same layers, drawn elsewhere", "you", ("4.2",)),
-             Box("ablation", "top-1 of B at the query, each condition"),
-             Box("circuitdev.evaluate", "the library's ablation", "check"))),
+             Box("ablation", "top-1 of B per condition; circuitdev.evaluate agrees", "check"))),
         Row((Box("head outputs", "(N, d_head) at the query, per head"),
              Box("participation ratio", "exp(entropy) of squared singular values", "you", ("4.3",)),
              Box("your run's PR and selectivity", "over training (session 2)"),
@@ -86,11 +91,12 @@ DIAGRAMS: dict[int, tuple[str, tuple[Row, ...]]] = {
         Row((Box("the authors' files", "3 models × 10 revisions × every head (or the toy panels)"),
              Box("developmental table", "panel, revision, layer, head, sel_*"),
              Box("BOS fraction", "share of heads ≥ 30× first-token", "you", ("5.1",)),
-             Box("final gap", "dense − MoE at the last revision (pp)", "you", ("5.2",)),
-             Box("every reproducing threshold", "exact intervals, not a grid", "you", ("5.4",)),
-             Box("the audit's row", "F2.moe_reduction", "check"))),
-        Row((Box("circuit recall", "share of the final circuit present", "you", ("5.3",)),
-             Box("the audit's row", "F4 recall: differs", "check")), below=1),
+             Box("final gap", "dense − MoE at the last revision (pp)", "you", ("5.2",)))),
+        Row((Box("every reproducing threshold", "exact intervals, not a grid", "you", ("5.4",)),
+             Box("the audit's row", "F2.moe_reduction: the grid's answer", "check")), below=3),
+        Row((Box("developmental table", "Pythia's induction selectivity"),
+             Box("circuit recall", "share of the final circuit present", "you", ("5.3",)),
+             Box("the audit's row", "F4 recall: differs", "check"))),
     )),
 }
 
@@ -100,51 +106,53 @@ def diagram_exercises(session: int) -> list[str]:
     return [e for row in DIAGRAMS[session][1] for box in row.boxes for e in box.exercises]
 
 
-def session_diagram(session: int, *, width: float = 12.0):
-    """The Figure of a session's diagram (rows of boxes and arrows, a legend of the box kinds); `width`: inches for six
-    boxes in a row (a narrower diagram is narrower, its boxes the same size)."""
+def session_diagram(session: int, *, width: float = 7.2):
+    """The Figure of a session's diagram (rows of boxes and arrows, a legend of the box kinds), `width` inches wide
+    (four boxes a row: readable in a book's text column)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch, Patch
 
     if session not in DIAGRAMS:
         raise KeyError(f"no diagram for session {session}; the sessions are {', '.join(map(str, DIAGRAMS))}")
     title, rows = DIAGRAMS[session]
-    cols = max(4, max(len(r.boxes) + (r.below or 0) for r in rows))  # a narrow diagram keeps the boxes' size
-    box_w, box_h, gap_x, gap_y = 1.0, 0.8, 0.32, 0.4
-    fig_h = 0.55 + len(rows) * 1.45
-    fig, ax = plt.subplots(figsize=(width * cols / 6, fig_h))
-    ax.set_xlim(-0.05, cols * (box_w + gap_x) - gap_x + 0.05)
-    ax.set_ylim(-(len(rows) - 1) * (box_h + gap_y) - box_h / 2 - 0.08, box_h / 2 + 0.08)
+    if any(len(r.boxes) > COLUMNS for r in rows):
+        raise ValueError(f"session {session}'s diagram has a row of more than {COLUMNS} boxes")
+    box_w, box_h, gap_x, gap_y = 1.0, 0.8, 0.3, 0.42
+    fig, ax = plt.subplots(figsize=(width, 0.5 + len(rows) * 1.3))
+    ax.set_xlim(-0.03, COLUMNS * (box_w + gap_x) - gap_x + 0.03)
+    ax.set_ylim(-(len(rows) - 1) * (box_h + gap_y) - box_h / 2 - 0.05, box_h / 2 + 0.05)
     ax.axis("off")
-    wrap = 25  # characters per line of a box's detail
+    wrap = 19  # characters per line of a box's detail
+    arrow = dict(arrowstyle="-|>", color="#555", lw=1.2, shrinkA=0, shrinkB=0)
     centres: list[list[tuple[float, float]]] = []
     for r, row in enumerate(rows):
         y = -r * (box_h + gap_y)
-        offset = centres[r - 1][row.below][0] - box_w / 2 if row.below is not None else 0.0
-        xs = [offset + c * (box_w + gap_x) for c in range(len(row.boxes))]
+        xs = [c * (box_w + gap_x) for c in range(len(row.boxes))]
         centres.append([(x + box_w / 2, y) for x in xs])
         for c, (x, box) in enumerate(zip(xs, row.boxes)):
             fill, edge = COLOURS[box.kind]
             ax.add_patch(FancyBboxPatch((x, y - box_h / 2), box_w, box_h, boxstyle="round,pad=0.01,rounding_size=0.05",
-                                        facecolor=fill, edgecolor=edge, lw=1.4))
-            ax.text(x + box_w / 2, y + box_h / 2 - 0.06, "\n".join(textwrap.wrap(box.title, wrap - 3)), ha="center",
-                    va="top", fontsize=9, fontweight="bold", color="#222", linespacing=1.05)
-            if box.detail:
-                ax.text(x + box_w / 2, y + 0.01, "\n".join(textwrap.wrap(box.detail, wrap)), ha="center",
-                        va="center", fontsize=8, color="#333", linespacing=1.1)
+                                        facecolor=fill, edgecolor=edge, lw=1.3))
+            head = textwrap.wrap(box.title, wrap - 2)
+            ax.text(x + box_w / 2, y + box_h / 2 - 0.06, "\n".join(head), ha="center", va="top", fontsize=8.5,
+                    fontweight="bold", color="#222", linespacing=1.05)
+            if box.detail:  # under the title, however many lines it took
+                ax.text(x + box_w / 2, y + box_h / 2 - 0.1 - 0.1 * len(head), "\n".join(
+                    textwrap.wrap(box.detail, wrap + 3, break_long_words=False)), ha="center", va="top", fontsize=7.5,
+                    color="#333", linespacing=1.1)
             if box.exercises:
                 label = "exercise" + "s" * (len(box.exercises) > 1) + " " + ", ".join(box.exercises)
-                ax.text(x + box_w / 2, y - box_h / 2 + 0.05, label, ha="center", va="bottom", fontsize=8.5,
+                ax.text(x + box_w / 2, y - box_h / 2 + 0.05, label, ha="center", va="bottom", fontsize=8,
                         fontweight="bold", color=edge)
             if c:
-                ax.annotate("", xy=(x, y), xytext=(x - gap_x, y),
-                            arrowprops=dict(arrowstyle="-|>", color="#555", lw=1.3))
-        if row.below is not None:
-            (bx, by), x0 = centres[r - 1][row.below], xs[0] + box_w / 2
-            ax.annotate("", xy=(x0, y + box_h / 2), xytext=(bx, by - box_h / 2),
-                        arrowprops=dict(arrowstyle="-|>", color="#555", lw=1.3))
+                ax.annotate("", xy=(x, y), xytext=(x - gap_x, y), arrowprops=arrow)
+        if row.below is not None:  # an elbow from the parent's bottom, along the gap, into this row's first box
+            (px, py), (cx, cy) = centres[r - 1][row.below], centres[r][0]
+            mid = py - box_h / 2 - gap_y / 2
+            ax.plot([px, px, cx], [py - box_h / 2, mid, mid], color="#555", lw=1.2, solid_capstyle="butt")
+            ax.annotate("", xy=(cx, cy + box_h / 2), xytext=(cx, mid), arrowprops=arrow)
     handles = [Patch(facecolor=COLOURS[k][0], edgecolor=COLOURS[k][1], label=label) for k, label in LEGEND.items()]
-    ax.legend(handles=handles, loc="lower right", fontsize=8, frameon=False, ncol=3, bbox_to_anchor=(1.0, 1.0))
-    ax.set_title(title, loc="left", fontsize=11, pad=4)
-    fig.subplots_adjust(left=0.01, right=0.99, top=0.86, bottom=0.02)
+    fig.legend(handles=handles, loc="upper right", fontsize=7.5, frameon=False, ncol=3)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=10, y=0.985, va="top")
+    fig.subplots_adjust(left=0.01, right=0.99, top=1 - 0.42 / (0.5 + len(rows) * 1.3), bottom=0.01)
     return fig

@@ -117,11 +117,20 @@ def check_probe() -> Result:
         model = build_model(family, recipe, attn_implementation="eager").eval()
         cfg = ProbeConfig.from_dict(recipe.probe_defaults())
         what = f"an untrained {TOY_PANEL}-shaped model"
-    t0 = time.perf_counter()
-    table = probe_model(model, cfg, progress=False).table
-    seconds = time.perf_counter() - t0
+    import torch
+
+    from circuitdev.workshop.machine import stored_threads
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(stored_threads() or 1)  # as the sessions run (workshop.setup)
+    try:
+        t0 = time.perf_counter()
+        table = probe_model(model, cfg, progress=False).table
+        seconds = time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(before)
     message = (f"screened {what} ({cfg.n} sequences x {cfg.seq_len} tokens, {len(table)} heads, PR, prefix "
-               f"matching, nulls) in {seconds:.1f} s")
+               f"matching, nulls) in {seconds:.1f} s with the sessions' thread count")
     if seconds <= PROBE_BUDGET_S:
         return Result("probe", "ok", message)
     return Result("probe", "warn" if seconds <= 3 * PROBE_BUDGET_S else "fail",
@@ -185,5 +194,6 @@ def check_sessions() -> Result:
     return Result("sessions", "ok", f"{len(sessions)} sessions, {n} exercises with solutions and checks")
 
 
-WORKSHOP_CHECKS = [check_toy_checkpoints, check_threads, check_mini_run, check_probe, check_toy_records, check_published,
+WORKSHOP_CHECKS = [check_toy_checkpoints, check_threads, check_mini_run,
+                   check_probe, check_toy_records, check_published,
                    check_frontend, check_sessions]

@@ -29,6 +29,7 @@ from typing import Callable
 MACHINE_FILE = "machine.json"  # in `circuitdev.workshop.data.workshop_dir()`
 ROUNDS = 2  # interleaved rounds per candidate
 STEPS_PER_ROUND = 4  # timed optimiser steps per round (after one warm-up step)
+DROP_AFTER = 3.0  # a count this many times slower than the best after the first round is not timed again
 RANGE = (0.75, 2.0)  # the expected range around the estimate: a quieter moment, or a machine twice as busy
 StepTimer = Callable[[int, int], float]  # (threads, steps) -> seconds per step
 
@@ -132,7 +133,8 @@ def step_timer(family: str = "gpt_neox") -> StepTimer:
 
 def measure(*, timer: StepTimer | None = None, counts: list[int] | None = None, rounds: int = ROUNDS,
             steps: int = STEPS_PER_ROUND) -> ThreadChoice:
-    """Time each candidate thread count, interleaved over `rounds`, and choose the fastest (median of its rounds).
+    """Time each candidate thread count, interleaved over `rounds`, and choose the fastest (median of its rounds; a
+    count `DROP_AFTER` times slower than the best in the first round is not timed again).
     `timer` (default: the mini model's optimiser steps) is what tests replace: no wall clock there."""
     import torch
 
@@ -141,8 +143,10 @@ def measure(*, timer: StepTimer | None = None, counts: list[int] | None = None, 
     timer = timer or step_timer()
     counts = counts or candidates()
     times: dict[int, list[float]] = {n: [] for n in counts}
-    for _ in range(rounds):
+    for k in range(rounds):
         for n in counts:
+            if k and min(times[n]) > DROP_AFTER * min(min(v) for v in times.values()):
+                continue  # far slower than the best in its first round: no need to time it again
             times[n].append(timer(n, steps))
     per_step = {n: statistics.median(v) for n, v in times.items()}
     best = min(counts, key=lambda n: (per_step[n], n))  # a tie goes to fewer threads

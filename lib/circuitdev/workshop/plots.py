@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from circuitdev.workshop.diagrams import session_diagram  # noqa: F401 - what the sessions call: plots.session_diagram(n)
+# what the sessions call: plots.session_diagram(n)
+from circuitdev.workshop.diagrams import session_diagram  # noqa: F401
 
 
 def attention_rows(rows, *, first_a: int, title: str = "", marks: dict[int, str] | None = None):

@@ -154,8 +154,8 @@ def ex_5_4(reproducing_thresholds) -> str:
                 raise Fail(f"{shown}; likely cause: {label}")
         off = [v for pair in got for v in pair if not any(np.isclose(v, c, rtol=1e-9) for c in cuts)]
         if off:
-            raise Fail(f"{shown}; likely cause: {off[0]:.4g} is not a head's selectivity at a final revision -- the gap "
-                       "changes only there, so every interval starts and ends at one (a grid misses them)")
+            raise Fail(f"{shown}; likely cause: {off[0]:.4g} is not a head's selectivity at a final revision -- the "
+                       "gap changes only there, so every interval starts and ends at one (a grid misses them)")
         raise Fail(f"{shown}; hint: cut the thresholds at the final revisions' selectivities and evaluate the gap at "
                    "each interval's upper end")
     return "exact on 3 cases (from 0, with no upper end, intervals to merge, none at all)"

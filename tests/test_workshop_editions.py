@@ -75,7 +75,9 @@ def test_each_session_opens_with_its_diagram_showing_its_exercises(path):
     assert sorted(diagrams.diagram_exercises(s.number)) == [ex.id for ex in s.exercises]
     calls = [i for i, c in enumerate(s.notebook.cells) if c.cell_type == "code"
              and f"plots.session_diagram({s.number})" in c.source]
-    assert calls and calls[0] < s.exercises[0].heading_cell, "the diagram comes before the first exercise"
+    setup = next(i for i, c in enumerate(s.notebook.cells) if "workshop.setup()" in c.source)
+    code_after = [i for i, c in enumerate(s.notebook.cells) if c.cell_type == "code" and i > setup]
+    assert calls and calls[0] == code_after[0], "the diagram is the session's first picture, right after its setup"
     fig = diagrams.session_diagram(s.number)
     boxes = [p for p in fig.axes[0].patches if isinstance(p, FancyBboxPatch)]
     assert len(boxes) == sum(len(r.boxes) for r in diagrams.DIAGRAMS[s.number][1])

@@ -48,14 +48,20 @@ from circuitdev.toy import PANEL_NAMES
 from circuitdev.workshop import checks, data, plots
 
 workshop.setup()
+
+# %% [markdown]
+# What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
+# numbers), green ones what your results are checked against.
+
+# %%
+plots.session_diagram(2)
+plt.show()
+
+# %%
 recipe = data.mini_recipe()
 print(f"the mini preset: {recipe.n_layer} layers x {recipe.n_head} heads, d_model {recipe.d_model}, "
       f"{recipe.steps} steps of {recipe.batch_size} x {recipe.seq_len} tokens; "
       f"checkpoints at steps {list(recipe.grid())}")
-
-# %%
-plots.session_diagram(2)  # what this session builds: orange boxes are the functions you write
-plt.show()
 
 # %% [markdown]
 # How fast can this machine train? On a laptop doing other work, torch's threads compete with that work: on a busy

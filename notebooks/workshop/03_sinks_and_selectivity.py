@@ -42,11 +42,6 @@ import circuitdev
 from circuitdev.workshop import checks, data, plots
 
 workshop.setup()
-record = data.toy_table(panel)  # every revision x head of the panel: the probe's records
-final_rev = data.final_revision(panel)
-final = record[record["revision"] == final_rev].reset_index(drop=True)
-names = [f"L{l}H{h}" for l, h in zip(final["layer"], final["head"])]
-print(f"{panel}: {record['revision'].nunique()} revisions x {len(final)} heads; final revision {final_rev}")
 
 # %% [markdown]
 # What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
@@ -55,6 +50,13 @@ print(f"{panel}: {record['revision'].nunique()} revisions x {len(final)} heads; 
 # %%
 plots.session_diagram(3)
 plt.show()
+
+# %%
+record = data.toy_table(panel)  # every revision x head of the panel: the probe's records
+final_rev = data.final_revision(panel)
+final = record[record["revision"] == final_rev].reset_index(drop=True)
+names = [f"L{l}H{h}" for l, h in zip(final["layer"], final["head"])]
+print(f"{panel}: {record['revision'].nunique()} revisions x {len(final)} heads; final revision {final_rev}")
 
 # %% [markdown]
 # ## 1 · The second A, or every query?

@@ -47,6 +47,16 @@ from circuitdev.toy import PANEL_NAMES
 from circuitdev.workshop import checks, data, plots
 
 workshop.setup()
+
+# %% [markdown]
+# What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
+# numbers), green ones what your results are checked against.
+
+# %%
+plots.session_diagram(4)
+plt.show()
+
+# %%
 cfg = data.toy_config(panel)
 batch = circuitdev.induction_batch(cfg.n, cfg.seq_len, cfg.seed, cfg.vocab_range, first_token=cfg.first_token_id)
 model = data.toy_model(panel)
@@ -66,14 +76,6 @@ def screen(threshold: float) -> dict[int, list[int]]:
 
 circuit = screen(cfg.induction_threshold)
 print(f"{panel}'s induction circuit (>= {cfg.induction_threshold:g}x at the final revision): {circuit}")
-
-# %% [markdown]
-# What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
-# numbers), green ones what your results are checked against.
-
-# %%
-plots.session_diagram(4)
-plt.show()
 
 # %% [markdown]
 # ## 1 · Knock heads out

@@ -45,18 +45,6 @@ from circuitdev.book import display
 from circuitdev.workshop import checks, data, plots
 
 workshop.setup()
-pub = data.published()
-if pub is not None:
-    dev = pub.table  # the authors' files: one row per (panel, revision, layer, head)
-    DENSE, MOE, PYTHIA = "olmo-1b-0724", "olmoe-1b-7b-0924", "pythia-1b"
-    where = "the authors' published files"
-else:
-    display.note(data.published_note(), title="No published files on this machine")
-    dev = pd.concat([data.toy_table(p) for p in ("toy-pythia", "toy-olmo", "toy-olmoe")], ignore_index=True)
-    DENSE, MOE, PYTHIA = "toy-olmo", "toy-olmoe", "toy-pythia"
-    where = "the toy panels (no published files here)"
-print(f"{where}: {dev['panel'].nunique()} models, {dev.groupby('panel')['revision'].nunique().to_dict()} revisions")
-dev[["panel", "revision", "tokens_b", "layer", "head", "sel_induction", "sel_first_token", "pr"]].head()
 
 # %% [markdown]
 # What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
@@ -65,6 +53,20 @@ dev[["panel", "revision", "tokens_b", "layer", "head", "sel_induction", "sel_fir
 # %%
 plots.session_diagram(5)
 plt.show()
+
+# %%
+pub = data.published()
+if pub is not None:
+    dev = pub.table  # the authors' files: one row per (panel, revision, layer, head)
+    DENSE, MOE, PYTHIA = "olmo-1b-0724", "olmoe-1b-7b-0924", "pythia-1b"
+    where = "the authors' published files"
+else:
+    display.note(data.published_note(), title="The authors' files are not usable on this machine")
+    dev = pd.concat([data.toy_table(p) for p in ("toy-pythia", "toy-olmo", "toy-olmoe")], ignore_index=True)
+    DENSE, MOE, PYTHIA = "toy-olmo", "toy-olmoe", "toy-pythia"
+    where = "the toy panels (no published files here)"
+print(f"{where}: {dev['panel'].nunique()} models, {dev.groupby('panel')['revision'].nunique().to_dict()} revisions")
+dev[["panel", "revision", "tokens_b", "layer", "head", "sel_induction", "sel_first_token", "pr"]].head()
 
 # %% [markdown]
 # ## 1 · Re-derive a finding: the share of sink heads over training

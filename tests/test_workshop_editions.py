@@ -180,6 +180,37 @@ def _small_book(root: Path, sessions_dir: Path) -> None:
                                    "  - file: book/_generated/f5_pr_lead\n")
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="no `make` on this machine")
+def test_one_make_variable_selects_the_participants_edition():
+    """`make book WORKSHOP_EDITION=participants` hands the edition to the pipeline (its book rule builds with
+    `book_config(..., workshop_edition=...)`); a plain `make book` hands none."""
+    def book_command(*args: str) -> str:
+        # -o: the venv counts as up to date (no install recipe, no index probe)
+        proc = subprocess.run(["make", "-n", "-o", ".venv/.installed", "book", *args], cwd=REPO, capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return next(line for line in proc.stdout.splitlines() if "snakemake" in line)
+
+    assert "--config workshop_edition=participants" in book_command("WORKSHOP_EDITION=participants")
+    assert "workshop_edition" not in book_command()
+    snakefile = (REPO / "Snakefile").read_text()
+    assert 'workshop_edition=str(config.get("workshop_edition") or "instructors")' in snakefile
+
+
+def test_book_config_refuses_an_unknown_edition(tmp_path):
+    from circuitdev.book.build import book_config
+    from circuitdev.errors import ConfigError
+
+    (tmp_path / "_config.yml").write_text("title: x\nsphinx:\n  config:\n    hide_solutions: false\n")
+    with pytest.raises(ConfigError, match="'students' is not one of instructors, participants"):
+        book_config(None, workshop_edition="students", source=tmp_path / "_config.yml")
+    out = book_config("https://github.com/o/r", workshop_edition="participants", source=tmp_path / "_config.yml",
+                      out=tmp_path / "generated.yml")
+    text = out.read_text()
+    assert "hide_solutions: true" in text and "https://github.com/o/r" in text
+    assert "hide_solutions: false" in (tmp_path / "_config.yml").read_text()  # the source is never edited
+
+
 @pytest.mark.slow
 def test_the_participants_edition_of_the_book_has_no_solution(tmp_path):
     from circuitdev.book.build import book_config

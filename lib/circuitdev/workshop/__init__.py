@@ -9,16 +9,17 @@ the instructor's code sits between `# BEGIN SOLUTION` / `# END SOLUTION`, and th
     data     the toy checkpoints, their probe records, the live `mini` run and the authors' files, found (or trained,
              or probed) through the library, so a session runs from any working directory
     build    one source -> a student edition (solutions replaced by `raise NotImplementedError("Exercise N.M: ...")`,
-             hints folded), a solutions edition (executed) and the book's edition (sphinx-exercise exercise /
-             solution blocks, hints as dropdowns)
+             hints folded), a solutions edition (executed) and the book's edition (`book_edition`: sphinx-exercise
+             exercise / solution blocks, hints as dropdowns)
     doctor   the workshop's machine checks, run by `circuitdev workshop doctor` after the base checks
     machine  this machine's torch thread count, measured (the doctor stores it; the sessions read it)
     manifest what a build wrote (hashes), so that a rebuild never overwrites a participant's edited notebook
-    plots    the few pictures the sessions share (each session's diagram, attention rows of one sequence, the live
-             loss curve)
+    diagrams each session's diagram: what it builds, with its exercises where they sit
+    plots    the few pictures the sessions share (the diagrams, attention rows of one sequence, the live loss curve)
 
 A session opens with `workshop.setup()`: plot style, one-line error display for exercises that are not done yet or
-whose check failed (no bare traceback), and a strict mode in which a failed check stops "run all" where it failed.
+whose check failed (no bare traceback), a strict mode in which a failed check stops "run all" where it failed, and
+this machine's measured torch thread count.
 """
 
 from __future__ import annotations

@@ -584,10 +584,15 @@ rule book:
     output:
         BOOK_HTML,
     params:
-        # `repository_url` (empty by default): the repository and launch buttons (circuitdev.book.build.book_config)
-        config=lambda wc: book_config(config.get("repository_url") or None, source=Path(BOOK_ROOT) / "_config.yml",
-                                      out=Path(BOOK_ROOT) / "_build" / "_config.repository.yml"),
+        # `repository_url` (empty by default): the repository and launch buttons; `workshop_edition` (instructors by
+        # default; participants: the workshop's solutions left out, `make book WORKSHOP_EDITION=participants`): a
+        # generated copy of _config.yml (circuitdev.book.build.book_config)
+        config=lambda wc: book_config(config.get("repository_url") or None,
+                                      workshop_edition=str(config.get("workshop_edition") or "instructors"),
+                                      source=Path(BOOK_ROOT) / "_config.yml",
+                                      out=Path(BOOK_ROOT) / "_build" / "_config.generated.yml"),
         repository=config.get("repository_url") or "",
+        workshop_edition=str(config.get("workshop_edition") or "instructors"),  # another edition re-runs the build
     log:
         f"{LOGS}/book.log",
     shell:

@@ -147,6 +147,18 @@ ch.table(verdict[["tier", "panel", "verdict", "name", "revision", "value", "valu
                   "looks", "share_head", "share_any", "mc_close"]], caption="F1 per model: the verdict and its numbers.")
 
 # %% [markdown]
+# ## How robust
+#
+# Over the grid of bars of the robustness table ({doc}`robustness`), and under both counting rules, the floor (no
+# head of layers 0/1 at the bar, at any revision) holds in the authors' files for
+# {glue:text}`f1-robust-f1-floor-pub-ranges`; in the toy panel for {glue:text}`f1-robust-f1-floor-toy-ranges`. At
+# the paper's bar it hangs on {glue:text}`f1-robust-f1-floor-pub-hangs-on`; in the toy panel on
+# {glue:text}`f1-robust-f1-floor-toy-hangs-on`.
+
+# %% tags=["remove-input", "full-width"]
+robust = ch.how_robust("F1.floor")
+
+# %% [markdown]
 # ## The paper's numbers beside the authors' data
 #
 # The F1 rows below compare counts, so they read "match" whatever the margin: the floor rows hold with the strongest

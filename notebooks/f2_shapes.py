@@ -143,6 +143,16 @@ if len(spread):
     ch.table(spread, caption="Final BOS fraction of each toy model across training seeds.")
 
 # %% [markdown]
+# ## How robust
+#
+# Over the grid of bars of the robustness table ({doc}`robustness`), the paper's contrast (its three shapes, one per
+# model) holds in the authors' files for {glue:text}`f2-robust-f2-shapes-pub-ranges`. At the paper's bar it hangs on
+# {glue:text}`f2-robust-f2-shapes-pub-hangs-on`.
+
+# %% tags=["remove-input", "full-width"]
+robust = ch.how_robust("F2.shapes")
+
+# %% [markdown]
 # ## The paper's numbers beside the authors' data
 #
 # Each row is a numeric claim of the paper about this finding (`data/claims.yaml`), re-derived from the published

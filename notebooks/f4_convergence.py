@@ -109,6 +109,17 @@ if len(spread):
     ch.table(spread, caption="Induction heads (≥ 50×) at the final revision of each toy model across training seeds.")
 
 # %% [markdown]
+# ## How robust
+#
+# Each recall entry of the paper's F4 table is a first revision at which a share of the final circuit passes the
+# induction bar. Over the grid of bars of the robustness table ({doc}`robustness`), the paper's entries hold in the
+# authors' files for {glue:text}`f4-robust-f4-recall-pub-ranges` (the paper states them for its three models only,
+# so the toy has no entry to test). At the paper's bar they hang on {glue:text}`f4-robust-f4-recall-pub-hangs-on`.
+
+# %% tags=["remove-input", "full-width"]
+robust = ch.how_robust("F4.recall")
+
+# %% [markdown]
 # ## The paper's numbers beside the authors' data
 #
 # Of the paper's {glue:text}`f4-claims-total` F4 numbers, the authors' own files reproduce

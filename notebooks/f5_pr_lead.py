@@ -173,6 +173,17 @@ ch.figure(plots.pr_null_calibration(cal, ch.apply(findings.final_circuit, head_c
           "head's null PR (dashed), per revision.")
 
 # %% [markdown]
+# ## How robust
+#
+# The lead depends on the bar at which a head counts as formed. Over the grid of bars of the robustness table
+# ({doc}`robustness`), a positive median lead holds in the authors' files for
+# {glue:text}`f5-robust-f5-lead-pub-ranges`; in the toy panel for {glue:text}`f5-robust-f5-lead-toy-ranges`. At the
+# paper's bars it hangs on {glue:text}`f5-robust-f5-lead-pub-hangs-on`.
+
+# %% tags=["remove-input", "full-width"]
+robust = ch.how_robust("F5.lead")
+
+# %% [markdown]
 # ## The paper's numbers beside the authors' data
 
 # %% tags=["remove-input"]

@@ -124,7 +124,7 @@ def test_holds_ranges_is_a_set_of_ranges():
     assert ranges == [(5.0, 25.0), (35.0, 100.0)]
     assert F.ranges_text(ranges) == "5–25× and 35–100×"
     assert F.ranges_text([(5.0, 1000.0)]) == "every bar (5–1000×)"
-    assert F.ranges_text([]) == "no bar swept" and F.ranges_text([(35.0, 35.0)]) == "35×"
+    assert F.ranges_text([]) == "at no bar of the grid" and F.ranges_text([(35.0, 35.0)]) == "35×"
 
 
 def test_hangs_on_names_the_deciding_head(dev):  # noqa: F811

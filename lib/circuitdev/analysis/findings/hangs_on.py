@@ -169,10 +169,10 @@ def hangs_on(dev: pd.DataFrame, claim: str, *, rule: CountingRule = "per-class")
                          "head": None, "revision": r.jump_to_revision, "tokens_b": r.jump_to_tokens_b,
                          "head_value": r.jump_share, "margin": r.jump_share / 0.5, "stays_from": np.nan,
                          "stays_to": np.nan,
-                         "text": f"its largest jump ({_tokens(r.jump_from_tokens_b)} → "
-                                 f"{_tokens(r.jump_to_tokens_b)}) "
-                                 f"carries {r.jump_share:.0%} of the total rise ({r.jump_share / 0.5:.2f}× the 50% "
-                                 f"a transition needs)"})
+                         "text": (f"its largest jump ({_tokens(r.jump_from_tokens_b)} → "
+                                  f"{_tokens(r.jump_to_tokens_b)}) carries {r.jump_share:.0%} of the total rise "
+                                  f"({r.jump_share / 0.5:.2f}× the 50% a transition needs)")
+                         if np.isfinite(r.jump_share) else "its share of sink heads never rises: no shape to call"})
     elif claim == "F3.gap":
         rows += _gap_rows(dev, rule)
     elif claim == "F3.milestones":
@@ -190,7 +190,8 @@ def hangs_on(dev: pd.DataFrame, claim: str, *, rule: CountingRule = "per-class")
                 else pd.DataFrame()
             for panel, g in (leads.groupby("panel", sort=False) if len(leads) else []):
                 lead = pd.to_numeric(g["lead_checkpoints"], errors="coerce").astype(float)
-                listed = ", ".join(f"{n} {v:g}" for n, v in list(zip(g["name"], lead))[:6]) + \
+                listed = ", ".join(f"{n} {v:g}" if np.isfinite(v) else f"{n} undefined"
+                                   for n, v in list(zip(g["name"], lead))[:6]) + \
                     (f" and {len(g) - 6} more" if len(g) > 6 else "")
                 at_first = int(((g["formation_index"] == 0) | (g["elevation_index"] == 0)).fillna(False).sum())
                 median = float(lead.median()) if lead.notna().any() else np.nan

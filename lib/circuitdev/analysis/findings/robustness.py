@@ -3,7 +3,7 @@ bars and over the rule variants the library has, as one tidy table (issue 21).
 
     table = robustness_table(dev)                    # every claim x panel x bar x rule; ROBUSTNESS_COLUMNS
     holds_ranges(table, "F3.gap", panel="olmo-1b-0724", varied="induction")   # [(5.0, 50.0)]: a SET of ranges
-    ranges_text(...)                                  # "5–50×" / "5–25× and 35–100×" / "no bar swept"
+    ranges_text(...)                                  # "5–50×" / "5–25× and 35–100×" / "at no bar of the grid"
     hangs_on(dev, "F3.gap")                           # the deciding head, its value and its margin to the bar
 
 The grid is ROBUSTNESS_THRESHOLDS (every 5x from 5x to 100x, then 150, 200, 300, 500, 1000x): the one place it is
@@ -335,9 +335,9 @@ def holds_ranges(table: pd.DataFrame, claim: str, *, panel: str, varied: str | N
 
 
 def ranges_text(ranges: Sequence[tuple[float, float]], grid: Sequence[float] = ROBUSTNESS_THRESHOLDS) -> str:
-    """"5–25× and 35–100×"; "every bar (5–1000×)"; "no bar swept" (a single bar reads "35×")."""
+    """"5–25× and 35–100×"; "every bar (5–1000×)"; "at no bar of the grid" (a single bar reads "35×")."""
     if not ranges:
-        return "no bar swept"
+        return "at no bar of the grid"
     if len(ranges) == 1 and ranges[0] == (min(grid), max(grid)):
         return f"every bar ({min(grid):g}–{max(grid):g}×)"
     parts = [f"{a:g}×" if a == b else f"{a:g}–{b:g}×" for a, b in ranges]

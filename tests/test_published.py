@@ -146,11 +146,11 @@ def test_fetch_verifies_and_writes_atomically(tmp_path):
         return served[url.split("/0000000000000000000000000000000000000000/")[1]]
 
     done = fetch_published(tmp_path / "out", manifest=manifest_for(files), download=download)
-    assert done["action"].tolist() == ["downloaded", "downloaded"]
+    assert done.table["action"].tolist() == ["downloaded", "downloaded"]
     assert (tmp_path / "out" / "per_revision" / "a.json").read_bytes() == b'{"a": 1}'
     assert not list((tmp_path / "out").rglob("*.tmp"))
     again = fetch_published(tmp_path / "out", manifest=manifest_for(files), download=download)
-    assert again["action"].tolist() == ["present", "present"] and len(calls) == 2
+    assert again.table["action"].tolist() == ["present", "present"] and len(calls) == 2
     assert calls[0].startswith("https://raw.githubusercontent.com/skydancerosel/spectral-probe-circuits/")
 
 
@@ -174,7 +174,7 @@ def test_fetch_from_a_local_copy_and_check(tmp_path):
     (tmp_path / "src" / "per_revision").mkdir(parents=True)
     (tmp_path / "src" / "per_revision" / "a.json").write_bytes(b"123")
     done = fetch_published(tmp_path / "dst", from_dir=tmp_path / "src", manifest=manifest_for(files))
-    assert done["action"].tolist() == ["copied"]
+    assert done.table["action"].tolist() == ["copied"]
     assert check_published(tmp_path / "dst", manifest=manifest_for(files))["status"].tolist() == ["ok"]
     (tmp_path / "dst" / "per_revision" / "a.json").write_bytes(b"124")
     assert check_published(tmp_path / "dst", manifest=manifest_for(files))["status"].tolist() == ["sha256 mismatch"]

@@ -16,7 +16,10 @@ SMK_ARGS ?=
 PUBLISHED_DIR ?=
 # The book's repository, for its repository and launch buttons (empty: none), e.g. https://github.com/OWNER/REPO
 REPOSITORY_URL ?=
-BOOK_CONFIG = $(strip $(if $(PUBLISHED_DIR),published_from=$(abspath $(PUBLISHED_DIR))) $(if $(REPOSITORY_URL),repository_url=$(REPOSITORY_URL)))
+# The workshop's edition of the book: empty (or instructors) = its solutions folded under each exercise; participants =
+# the solutions left out (`make book WORKSHOP_EDITION=participants`; the next plain `make book` puts them back).
+WORKSHOP_EDITION ?=
+BOOK_CONFIG = $(strip $(if $(PUBLISHED_DIR),published_from=$(abspath $(PUBLISHED_DIR))) $(if $(REPOSITORY_URL),repository_url=$(REPOSITORY_URL)) $(if $(WORKSHOP_EDITION),workshop_edition=$(WORKSHOP_EDITION)))
 # torch's pin (the same as pyproject.toml's) and where it comes from: empty/auto = the CPU index when reachable, else
 # the default index; `default`; an index URL; or a name on download.pytorch.org (cpu, cu126, cu128, rocm6.4).
 TORCH_VERSION := 2.13.0

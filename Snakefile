@@ -27,6 +27,8 @@
 #               probe and before the notebooks (its records join the panel); runs once per entry (done-file).
 #   ablate_toy  `circuitdev ablate --panel P --over-training` for each toy panel, after its probe and refinements:
 #               <results>/<panel>/ablation_over_training.parquet, an input of the panel's notebooks.
+#   null_pr_toy `circuitdev null-pr --panel P` for each toy panel, after its probe and refinements: each head's PR on
+#               random tokens at every revision, <results>/<panel>/null_pr.parquet (the F5 page's PR null).
 #   notebook    `circuitdev notebook run SOURCE --as NAME --out <generated_dir>` (jupytext -> papermill; one-way: the
 #               .py source is never rewritten; the build's folders reach the page as environment variables).
 #               Re-runs when its source, its parameters or the records it reads change.
@@ -169,6 +171,11 @@ def ablations(name):
     return [f"{RESULTS}/{name}/ablation_over_training.parquet"] if name in TOY_PANELS else []
 
 
+def null_prs(name):
+    """The PR null over training of a toy panel (rule null_pr_toy); other panels have none."""
+    return [f"{RESULTS}/{name}/null_pr.parquet"] if name in TOY_PANELS else []
+
+
 def all_records(wildcards=None):
     return [f for name in ALL_PANELS for f in [*records(name), *refines(name)]]
 
@@ -224,7 +231,8 @@ def notebook_environment(name):
 def notebook_inputs(wildcards):
     spec = NOTEBOOKS[wildcards.name]
     return {"source": spec["source"],
-            "records": [f for name in spec["panels"] for f in [*records(name), *refines(name), *ablations(name)]],
+            "records": [f for name in spec["panels"]
+                        for f in [*records(name), *refines(name), *ablations(name), *null_prs(name)]],
             "published": [PUBLISHED_STATUS] if PUBLISHED is not None else []}
 
 
@@ -510,6 +518,25 @@ rule ablate_toy:
         "--panel {params.panel_file:q} --over-training --out {RESULTS:q} --no-progress > {log:q} 2>&1"
 
 
+rule null_pr_toy:
+    """Each head's PR on random tokens at every revision of a toy panel (`circuitdev null-pr`), after its probe and
+    refinements, before the notebooks; resumable, and it recomputes only revisions whose record changed."""
+    input:
+        lambda wc: [toy_done(wc.panel), *refines(wc.panel)],
+    output:
+        f"{RESULTS}/{{panel}}/null_pr.parquet",
+    wildcard_constraints:
+        panel=alternatives(TOY_PANELS),
+    params:
+        panel_file=lambda wc: panel_file(wc.panel),
+    threads: 1
+    log:
+        f"{LOGS}/null_pr/{{panel}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {PY:q} -m circuitdev.cli null-pr "
+        "--panel {params.panel_file:q} --out {RESULTS:q} --no-progress > {log:q} 2>&1"
+
+
 rule notebook:
     input:
         unpack(notebook_inputs),
@@ -557,10 +584,15 @@ rule book:
     output:
         BOOK_HTML,
     params:
-        # `repository_url` (empty by default): the repository and launch buttons (circuitdev.book.build.book_config)
-        config=lambda wc: book_config(config.get("repository_url") or None, source=Path(BOOK_ROOT) / "_config.yml",
-                                      out=Path(BOOK_ROOT) / "_build" / "_config.repository.yml"),
+        # `repository_url` (empty by default): the repository and launch buttons; `workshop_edition` (instructors by
+        # default; participants: the workshop's solutions left out, `make book WORKSHOP_EDITION=participants`): a
+        # generated copy of _config.yml (circuitdev.book.build.book_config)
+        config=lambda wc: book_config(config.get("repository_url") or None,
+                                      workshop_edition=str(config.get("workshop_edition") or "instructors"),
+                                      source=Path(BOOK_ROOT) / "_config.yml",
+                                      out=Path(BOOK_ROOT) / "_build" / "_config.generated.yml"),
         repository=config.get("repository_url") or "",
+        workshop_edition=str(config.get("workshop_edition") or "instructors"),  # another edition re-runs the build
     log:
         f"{LOGS}/book.log",
     shell:

@@ -20,13 +20,18 @@
 # sequence, the record's sidecar) summarised per revision, and per panel whether p99 and max stay within a factor
 # of {glue:text}`f6-stable-ratio` (`findings.noise_floor`). The authors' published folder holds no null draws, so
 # the paper's values are drawn as claimed.
+#
+# **One scale.** A null draw is attention at a random position divided by the same baseline as the record's real
+# selectivities, so the two can be compared. The paper's baseline is 50 fixed positions; the toy panels leave each
+# sequence's A and B out of it (`baseline_excludes_ab`), and their null draws do the same (records of format 4 on;
+# older records divided the null by the paper's baseline and are re-probed). Here: {glue:text}`f6-scale`.
 
 # %% tags=["remove-cell"]
 import pandas as pd
 
 from circuitdev.analysis import findings
 from circuitdev.analysis.claims import paper_noise_floor
-from circuitdev.book import Source, chapter, plots
+from circuitdev.book import Source, chapter, controls, plots
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -48,6 +53,12 @@ if ch.tiers.get("published") is not None:
     ch.note("The authors' published folder holds no null-selectivity draws, so this finding cannot be re-derived "
             "from it; the paper's claimed values are drawn instead (tier `paper`). Our own probe records carry "
             "null draws (ProbeConfig.n_nulls).", title="Published tier: no null draws")
+scales = controls.null_scales(ch.tiers, ch.folders.results_dir)
+ch.glue_list("scale", scales, "text", sep="; ", absent="n/a (no records in this build)")
+if not scales["one_scale"].all():
+    ch.note(", ".join(scales.query("~one_scale")["panel"]) + ": the null draws divide by the paper's baseline, the "
+            "selectivities leave A and B out of it (records before format 4). Re-probe them (`circuitdev probe "
+            "--panel NAME` refreshes such records).", kind="warning", title="Null and signal on two scales")
 if len(ours) and (ours["n_nulls"] < 100).any():
     ch.note(f"Some records hold only {int(ours['n_nulls'].min())} null draws per head, far fewer than the paper's "
             "calibration runs; their maxima are noisy. Re-probe with `--set n_nulls=500` for a stable p99.",
@@ -59,7 +70,7 @@ if len(ours) and (ours["n_nulls"] < 100).any():
 # {numref}`fig-f6-floor` draws the null p99, the null maximum and the largest real induction selectivity of every
 # panel against training tokens.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 ch.figure(plots.noise_floor(pd.concat([ours, paper], ignore_index=True) if show_paper else ours, thresholds=thresholds),
           name="fig-f6-floor", tiers=["toy", "measured"],
           extra=["paper — claims F6.null_p99, F6.null_max, F6.real_max of data/claims.yaml"] if show_paper else [],
@@ -73,6 +84,11 @@ ch.figure(plots.noise_floor(pd.concat([ours, paper], ignore_index=True) if show_
 # In the paper's numbers the p99 varies by a factor of {glue:text}`f6-paper-p99-ratio` and the maximum by
 # {glue:text}`f6-paper-max-ratio`. In the toy panel: {glue:text}`f6-toy-p99-ratio` for p99 and
 # {glue:text}`f6-toy-max-ratio` for the maximum; in measured real panels: {glue:text}`f6-measured-p99-ratio`.
+#
+# **How robust.** "Stable" is a bar too: max/min over the revisions at most {glue:text}`f6-stable-ratio`. Each
+# verdict hangs on two revisions, the lowest and the highest p99, and holds for any factor at least their ratio: in
+# the paper's numbers {glue:text}`f6-paper-p99-hangs-on`; in the toy panel {glue:text}`f6-toy-p99-hangs-on`. The
+# maximum is a single draw and moves far more: in the toy panel {glue:text}`f6-toy-max-hangs-on`.
 
 # %% tags=["remove-input"]
 summary = pd.concat([findings.noise_floor(g.drop(columns="tier"), stable_ratio=stable_ratio).assign(tier=tier)
@@ -80,6 +96,8 @@ summary = pd.concat([findings.noise_floor(g.drop(columns="tier"), stable_ratio=s
 for tier in ("paper", "toy", "measured"):
     ch.glue_list(f"{tier}-p99-ratio", summary, "p99_ratio", "{:.3g}×", tier=tier, absent="n/a (no null draws)")
     ch.glue_list(f"{tier}-max-ratio", summary, "max_ratio", "{:.3g}×", tier=tier, absent="n/a (no null draws)")
+    for stat in ("p99", "max"):
+        ch.glue_list(f"{tier}-{stat}-hangs-on", summary, f"{stat}_hangs_on", tier=tier, sep="; ", absent="no null draws")
 ch.table(summary[["tier", "panel", "n_revisions", "p99_min", "p99_max", "p99_ratio", "p99_stable", "max_ratio",
                   "max_stable"]], precision=2, caption=f"Noise floor per panel: stable when max/min ≤ {stable_ratio:g}.")
 if len(ours):

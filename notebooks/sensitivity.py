@@ -52,16 +52,20 @@ ch.figure(plots.threshold_sensitivity(sens, paper_thresholds={
 # %% [markdown]
 # ## Does OLMo's transition survive other thresholds?
 #
-# F2 calls OLMo's sink emergence a transition. In the authors' files that verdict holds at
-# {glue:text}`sens-pub-olmo-transitions` of the {glue:text}`sens-n-thresholds` thresholds swept (from
-# {glue:text}`sens-pub-olmo-lowest` to {glue:text}`sens-pub-olmo-highest`); Pythia is a transition at
-# {glue:text}`sens-pub-pythia-transitions` and OLMoE at {glue:text}`sens-pub-olmoe-transitions` of them.
+# F2 calls OLMo's sink emergence a transition (one step between revisions carries at least half of the rise, and the
+# rise is large enough to call a shape: {doc}`f2_shapes`). In the authors' files that verdict holds at
+# {glue:text}`sens-pub-olmo-count` of the {glue:text}`sens-n-thresholds` thresholds swept, which are not one
+# stretch of the grid but these: {glue:text}`sens-pub-olmo-ranges`. Pythia is a transition at
+# {glue:text}`sens-pub-pythia-count` of them ({glue:text}`sens-pub-pythia-ranges`) and OLMoE at
+# {glue:text}`sens-pub-olmoe-count` ({glue:text}`sens-pub-olmoe-ranges`). Each range lists consecutive
+# thresholds of the grid; between two ranges the shape is something else (the table below).
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 ch.glue("n-thresholds", len(findings.SENSITIVITY_THRESHOLDS))
-ch.glue_frame(findings.transition_range(shapes) if len(shapes) else shapes,
-              {"transitions": "{}", "lowest": "{:g}×", "highest": "{:g}×"})
+ch.glue_frame(findings.shape_ranges(shapes, thresholds=findings.SENSITIVITY_THRESHOLDS) if len(shapes) else shapes,
+              {"count": "{}", "ranges": "{}"})
 if len(shapes):
     wide = shapes.pivot_table(index="threshold", columns=["tier", "panel"], values="shape", aggfunc="first")
     wide.columns = [f"{p} ({t})" for t, p in wide.columns]
-    ch.table(wide.reset_index(), caption="F2 shape (ramp / transition / flat) at every BOS threshold.")
+    ch.table(wide.reset_index(), caption="F2 shape (ramp / transition / flat: a rise too small to call a shape) at "
+                                         "every BOS threshold.")

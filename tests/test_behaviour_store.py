@@ -73,7 +73,7 @@ def test_record_holds_the_behaviour_block_and_replicates(probed):
     path, out = probed
     paths = record_paths(out, "toy-copier", "step2")
     meta = json.loads(paths.sidecar.read_text())
-    assert meta["format"] == FORMAT == "circuitdev.record/3"
+    assert meta["format"] == FORMAT == "circuitdev.record/4"
     block = meta["behaviour"]
     assert block["n"] == PROBE["n"] and block["n_prefix"] == PROBE["n_prefix"] and block["n_boot"] == PROBE["n_boot"]
     assert block["norm_streams"] == ["embed", "l0", "l1"] and len(block["norm_ratio"]) == 3

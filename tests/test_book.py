@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SCREENSHOTS = REPO / "_build" / "screenshots"
 FINDING_NOTEBOOKS = ["f1_floor", "f2_shapes", "f3_milestones", "f4_convergence", "f5_pr_lead", "f6_noise_floor",
-                     "sensitivity"]
+                     "sensitivity", "robustness"]
 TINY_PROBE = {"n": 16, "n_pr": 16, "seq_len": 32, "vocab_range": [3, 120], "baseline_size": 10, "n_prefix": 0,
               "n_nulls": 4}
 PAGE = "book/_generated/{}.html"
@@ -53,7 +53,8 @@ def pipeline_config(root: Path) -> dict:
                       *[{"name": n, "source": str(nbs / f"{n}.py"), "parameters": {}} for n in FINDING_NOTEBOOKS],
                       {"name": "refinement", "source": str(nbs / "refinement.py"), "parameters": {"panel": "toy-tiny"}},
                       {"name": "audit", "source": str(nbs / "audit.py"), "parameters": {}, "panels": []},
-                      {"name": "models", "source": str(nbs / "models.py"), "parameters": {}}],
+                      {"name": "models", "source": str(nbs / "models.py"), "parameters": {}},
+                      {"name": "toy_panel", "source": str(nbs / "toy_panel.py"), "parameters": {}}],
         "skip_missing_notebooks": False,
         "book_root": ".",
         "book": False,  # built below with warnings as errors

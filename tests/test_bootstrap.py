@@ -191,7 +191,7 @@ def test_milestone_windows_from_the_replicates():
     assert ms["window_from_revision"] == "step0"
     assert ms["window_tokens_b"] == pytest.approx(3e-6 - 1e-6) and ms["reached_share"] == 1.0
     plain = findings.milestones(dev, specs=[spec])
-    assert list(plain.columns) == ["panel", "milestone", "revision", "revision_index", "tokens_b", "token_fraction"]
+    assert list(plain.columns) == findings.MILESTONE_COLUMNS  # no window columns without replicates
 
 
 def test_replicates_round_trip_and_recall_bands():
@@ -216,3 +216,31 @@ def test_pr_lead_intervals_re_decide_formation_on_the_same_heads():
     assert (lead["formation_index_lo"].iloc[0], lead["formation_index_hi"].iloc[0]) == (1, 2)
     plain = pr_lead.pr_lead(dev, head_class="first-token", threshold=30.0)
     assert "formation_index_lo" not in plain.columns
+
+
+def test_count_intervals_show_the_boot_mean_and_flag_widening():
+    """Heads sitting just below the bar: the point count is 0 but most resamples count some of them, so the
+    percentile interval misses the point and is widened to include it -- flagged, with the mean beside it."""
+    near = {(layer, head): [29.9, 29.9, 1.0] for layer in range(2) for head in range(2)}
+    dev, boot = dev_and_boot(near, {k: 0.1 for k in near})
+    boot["sel_first_token"] *= 1.05  # the resamples centre 5% above the point: each head passes in ~72% of them
+    frac = findings.bos_fraction(dev, boot=boot)
+    step0 = frac.iloc[0]
+    assert step0["n_bos"] == 0 and step0["n_bos_lo"] == 0  # widened down to the point
+    assert step0["n_bos_widened"] and step0["bos_fraction_widened"]
+    assert step0["n_bos_boot_mean"] == pytest.approx(4 * 0.72, abs=0.3)
+    last = frac.iloc[2]  # nobody near the bar: centred on the point, not widened
+    assert last["n_bos_boot_mean"] == 0 and not last["n_bos_widened"]
+    other, _ = dev_and_boot({}, {}, panel="q")  # a panel without replicates: NaN mean, never widened
+    both = findings.bos_fraction(pd.concat([dev, other], ignore_index=True), boot=boot)
+    q = both[both["panel"] == "q"]
+    assert q["n_bos_boot_mean"].isna().all() and not q["n_bos_widened"].any()
+
+
+def test_widened_percentiles_by_hand():
+    values = np.array([[3.0, 0.0], [4.0, 1.0], [5.0, 2.0], [6.0, 3.0]])  # (B = 4, 2 quantities)
+    lo, hi, widened = uncertainty.widened_percentiles(values, np.array([1.0, 1.0]), level=0.5)
+    assert lo.tolist() == [1.0, 0.0] and hi.tolist() == [6.0, 3.0]  # quantity 0 widened down to its point
+    assert widened.tolist() == [True, False]
+    np.testing.assert_allclose(uncertainty.boot_mean(values), [4.5, 1.5])
+    assert uncertainty.percentiles(values, np.array([1.0, 1.0]), level=0.5)[0].tolist() == [1.0, 0.0]

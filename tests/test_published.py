@@ -146,11 +146,11 @@ def test_fetch_verifies_and_writes_atomically(tmp_path):
         return served[url.split("/0000000000000000000000000000000000000000/")[1]]
 
     done = fetch_published(tmp_path / "out", manifest=manifest_for(files), download=download)
-    assert done["action"].tolist() == ["downloaded", "downloaded"]
+    assert done.table["action"].tolist() == ["downloaded", "downloaded"]
     assert (tmp_path / "out" / "per_revision" / "a.json").read_bytes() == b'{"a": 1}'
     assert not list((tmp_path / "out").rglob("*.tmp"))
     again = fetch_published(tmp_path / "out", manifest=manifest_for(files), download=download)
-    assert again["action"].tolist() == ["present", "present"] and len(calls) == 2
+    assert again.table["action"].tolist() == ["present", "present"] and len(calls) == 2
     assert calls[0].startswith("https://raw.githubusercontent.com/skydancerosel/spectral-probe-circuits/")
 
 
@@ -174,7 +174,7 @@ def test_fetch_from_a_local_copy_and_check(tmp_path):
     (tmp_path / "src" / "per_revision").mkdir(parents=True)
     (tmp_path / "src" / "per_revision" / "a.json").write_bytes(b"123")
     done = fetch_published(tmp_path / "dst", from_dir=tmp_path / "src", manifest=manifest_for(files))
-    assert done["action"].tolist() == ["copied"]
+    assert done.table["action"].tolist() == ["copied"]
     assert check_published(tmp_path / "dst", manifest=manifest_for(files))["status"].tolist() == ["ok"]
     (tmp_path / "dst" / "per_revision" / "a.json").write_bytes(b"124")
     assert check_published(tmp_path / "dst", manifest=manifest_for(files))["status"].tolist() == ["sha256 mismatch"]
@@ -204,3 +204,86 @@ def test_real_published_files_match_the_manifest_and_load(capsys):
 def test_cli_check_reports_a_user_error(published_fixture, capsys):  # noqa: F811
     assert cli.main(["published", "check", "--from", str(published_fixture)]) == 2  # not the pinned files
     assert "missing" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------ the spectral top-K (issue 23)
+
+
+def _consistent_breakdown(data):
+    counts = {}
+    for c in data["classifications"]:
+        counts[c["classification"]] = counts.get(c["classification"], 0) + 1
+    data["class_breakdown_topK"] = counts
+
+
+def test_class_breakdown_is_read_and_checked(published_fixture):  # noqa: F811
+    for path in (published_fixture / "per_revision").glob("pythia1b_*.json"):
+        edit_json(path, _consistent_breakdown)
+    data = load_published(published_fixture)
+    top = data.topk
+    assert set(top["panel"]) == {"pythia-1b"}  # the other fixture files carry an empty breakdown: no rows
+    last = top[top["revision"] == "step143000"].set_index("class")["count"].to_dict()
+    # the fixture lists L0H0 (previous-token 200x), L0H1 (self = local = 40: self first) and L0H2 (10x: none)
+    assert last == {"previous-token": 1, "self": 1, "unclassified": 1}
+    assert set(top["ranking"]) == {"integral"} and set(top["top_k"]) == {3}
+    assert top.groupby("revision")["count"].sum().eq(3).all()
+
+
+@pytest.mark.parametrize("breakdown, field", [
+    ({"unclassified": 2}, "counts 2 heads, but `classifications` lists 3"),
+    ({"unclassified": 2, "sink": 1}, "class_breakdown_topK.sink"),
+    ({"unclassified": 3.5}, "class_breakdown_topK.unclassified"),
+    ({"unclassified": 4, "self": -1}, "class_breakdown_topK.self"),
+    (["unclassified"], "class_breakdown_topK"),
+])
+def test_malformed_class_breakdown_names_file_and_field(published_fixture, breakdown, field):  # noqa: F811
+    path = pythia_file(published_fixture)
+    edit_json(path, lambda d: d.update(class_breakdown_topK=breakdown))
+    with pytest.raises(DataError) as err:
+        load_published(published_fixture)
+    assert path.name in str(err.value) and field in str(err.value)
+
+
+def test_reanalyse_writes_the_top_k_and_the_lead_null(published_fixture, tmp_path):  # noqa: F811
+    import pandas as pd
+
+    from circuitdev.analysis.reanalysis import reanalyse
+
+    for path in (published_fixture / "per_revision").glob("pythia1b_*.json"):
+        edit_json(path, _consistent_breakdown)
+    tables = reanalyse(published_fixture, tmp_path)
+    topk = pd.read_csv(tmp_path / "spectral_topk.csv")
+    assert list(topk.columns[:4]) == ["panel", "revision", "class", "count"]  # the contract, extras after
+    pythia = topk[topk["panel"] == "pythia-1b"]
+    assert set(pythia["source"]) == {"authors"} and set(topk[topk["panel"] == "olmo-1b-0724"]["source"]) == {
+        "recomputed"}
+    assert pythia.groupby("revision")["count"].sum().eq(3).all()
+    null = pd.read_csv(tmp_path / "f5_lead_null.csv")
+    assert {"model", "head_class", "rule", "null_mean", "p_value", "base_rate_first"} <= set(null.columns)
+    assert set(null["rule"]) == {"fraction-of-peak", "peak-to-date"}
+    assert "lead_censoring" in pd.read_csv(tmp_path / "f5_lead.csv").columns
+    assert len(tables["f5_base_rate"])
+
+
+def test_real_top_k_is_one_set_of_heads_and_our_recomputation_gives_the_authors_counts():
+    """The authors' top 45 by PR integral is the same 45 heads in every file of a model, ranked as our
+    `topk_heads` ranks them, and classified per revision our breakdown gives their class_breakdown_topK exactly.
+    First-token heads are the largest class of it at the final revision of every model (the paper's reason)."""
+    from circuitdev.analysis import findings as F
+
+    data = load_published(real_published_dir())
+    feats = data.features
+    assert feats.groupby("panel")[["layer", "head"]].apply(lambda g: len(g.drop_duplicates())).eq(45).all()
+    ours = F.topk_heads(data.table)
+    for panel, g in ours.groupby("panel"):
+        theirs = feats[(feats["panel"] == panel) & (feats["revision"] == feats.loc[feats["panel"] == panel,
+                                                                                    "revision"].iloc[0])]
+        theirs = theirs.sort_values("rank")
+        assert list(zip(g["layer"], g["head"])) == list(zip(theirs["layer"], theirs["head"]))
+        assert g["integral"].to_numpy() == pytest.approx(theirs["integral"].to_numpy(), rel=1e-9)
+    breakdown = F.topk_breakdown(data.table).set_index(["panel", "revision", "class"])["count"]
+    authors = data.topk.set_index(["panel", "revision", "class"])["count"]
+    assert (breakdown[breakdown > 0].sort_index() == authors.sort_index()).all()
+    assert breakdown.sum() == authors.sum() == 45 * 30
+    dominance = F.topk_dominance(F.topk_breakdown(data.table)).set_index("panel")
+    assert dominance["dominates"].all() and (dominance["largest"] == "first-token").all()

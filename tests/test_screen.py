@@ -149,3 +149,53 @@ def test_induction_ceiling_of_the_shared_baseline():
         assert excl > 1e6 and induction_ceiling(t, baseline_excludes_ab=True) == float("inf")
     # the paper's layout leaves room far above the 50x bar; a 64-token context barely clears it
     assert induction_ceiling(256) > 200 and 50 < induction_ceiling(64) < 60
+
+
+def _numpy_baseline(rows: np.ndarray, batch, *, excludes_ab: bool) -> np.ndarray:
+    """The screen's denominator computed by hand: mean attention over every (sequence, baseline position) pair,
+    leaving out each sequence's own A and B positions when `excludes_ab`. (L, H)."""
+    positions = baseline_positions(batch.seq_len)
+    total, count = np.zeros(rows.shape[1:3]), 0
+    for i in range(batch.n):
+        for p in positions:
+            if excludes_ab and p in (batch.first_a[i], batch.first_a[i] + 1):
+                continue
+            total += rows[i, :, :, p]
+            count += 1
+    return total / count
+
+
+def test_null_selectivity_uses_the_selectivities_baseline():
+    """Toy F6 on one scale (issue 21): with baseline_excludes_ab the null draws divide by the A/B-excluded baseline,
+    as the real selectivities do. Same draws (same seed), so the two nulls differ exactly by the ratio of the two
+    baselines, each computed here with numpy."""
+    batch = induction_batch(n=60, seq_len=64, vocab_range=(3, 500))
+    gen = torch.Generator().manual_seed(0)
+    rows = torch.rand(batch.n, 2, 3, batch.seq_len, generator=gen) ** 4
+    rows[np.arange(batch.n), :, :, batch.first_a + 1] += 2.0  # much attention on B: the baselines differ clearly
+    rows = rows / rows.sum(-1, keepdim=True)
+    paper = null_selectivity(rows, batch, n_nulls=4)
+    excl = null_selectivity(rows, batch, n_nulls=4, baseline_excludes_ab=True)
+    base_paper = _numpy_baseline(rows.numpy(), batch, excludes_ab=False)
+    base_excl = _numpy_baseline(rows.numpy(), batch, excludes_ab=True)
+    assert not np.allclose(base_paper, base_excl, rtol=1e-3)  # the test can tell the two scales apart
+    np.testing.assert_allclose(excl, paper * base_paper / base_excl, rtol=1e-5)
+    sel = selectivities(rows, batch, baseline_excludes_ab=True)  # and the selectivities divide by the same one
+    np.testing.assert_allclose(sel["first-token"], rows[..., 0].mean(0).numpy() / base_excl, rtol=1e-5)
+
+
+def test_probe_draws_its_nulls_on_its_own_scale():
+    """probe_model passes the record's baseline to the null: excluding A/B moves the nulls and every selectivity
+    by the same per-head factor (the baseline is the only shared denominator)."""
+    from circuitdev.measure.config import ProbeConfig
+    from circuitdev.measure.probe import probe_model
+    from tiny_models import tiny_model
+
+    model = tiny_model("gpt_neox", seed=3)
+    cfg = ProbeConfig(n=40, seq_len=32, vocab_range=(3, 100), n_pr=8, baseline_size=10, n_prefix=0, n_nulls=3,
+                      n_boot=0)
+    a = probe_model(model, cfg, progress=False, behaviour=False)
+    b = probe_model(model, cfg.replace(baseline_excludes_ab=True), progress=False, behaviour=False)
+    factor = (b.table["sel_first_token"] / a.table["sel_first_token"]).to_numpy().reshape(a.nulls.shape[1:])
+    assert not np.allclose(factor, 1.0)
+    np.testing.assert_allclose(b.nulls / a.nulls, np.broadcast_to(factor, a.nulls.shape), rtol=1e-5)

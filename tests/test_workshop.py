@@ -49,14 +49,16 @@ def test_five_sessions_with_at_least_three_rated_exercises_each(parsed):
     for s in parsed.values():
         assert len(s.exercises) >= 3, s.name
         assert s.title.startswith(f"Session {s.number} ·"), s.title
-        assert 25 <= s.minutes <= 45, (s.name, s.minutes)  # exercise minutes fit a 30-45 minute session
+        assert 25 <= s.minutes <= 60, (s.name, s.minutes)  # exercise minutes fit a session of at most an hour
         for ex in s.exercises:
             assert ex.id in checks.CHECKS, ex.id
             assert 1 <= ex.difficulty <= 5 and 1 <= ex.importance <= 5 and 3 <= ex.minutes <= 20
+            assert ex.hint_cell is not None and build.hint_text(s, ex), f"exercise {ex.id} has no hint"
             source = s.notebook.cells[ex.solution_cell].source
             for fn in checks.CHECKS[ex.id].functions:  # the cell defines what the check is called with
                 assert re.search(rf"^def {fn}\(", source, re.M), (ex.id, fn)
     assert sorted(checks.CHECKS) == sorted(ex.id for _, ex in exercises(parsed))
+    assert [ex.id for _, ex in exercises(parsed) if ex.difficulty >= 4], "no harder exercise (difficulty ●●●●○ or more)"
 
 
 def test_sessions_are_offline_matplotlib_only():
@@ -79,6 +81,10 @@ def test_the_parser_says_what_is_malformed(tmp_path):
             "first line of its own markdown cell",
         ("# %% [markdown]\n# ### Exercise 9.1 — x · difficulty ●○○○○ · importance ●●●●○ · 5 min\n\n"
          "# %%\ndef f():\n    # BEGIN SOLUTION\n    return 1\n"): "without `# END SOLUTION`",
+        "# %% [markdown]\n# #### Hint\n#\n# a hint with no exercise\n": "belongs right after its exercise's heading",
+        ("# %% [markdown]\n# ### Exercise 9.1 — x · difficulty ●○○○○ · importance ●●●●○ · 5 min\n\n"
+         "# %%\ndef f():\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n\n"
+         "# %% [markdown]\n# #### Hint\n#\n# too late\n"): "before the solution cell",
     }
     for body, message in cases.items():
         path = tmp_path / "09_bad.py"
@@ -238,6 +244,8 @@ def test_book_edition_has_exercise_and_folded_solution_blocks(parsed):
         at = next(i for i, src in enumerate(sources) if f":label: {ex.label}\n" in src)
         assert sources[at].startswith(f"### Exercise {ex.id} — {ex.title}\n\n```{{exercise}} {ex.ratings}")
         assert ":nonumber:" in sources[at]
+        # the hint, folded, inside the exercise's box (kept in the participants' edition)
+        assert f":::{{hint}}\n:class: dropdown\n\n{build.hint_text(s, ex)}\n:::\n```" in sources[at]
         assert sources[at + 1].startswith(f"````{{solution}} {ex.label}\n:label: sol-{s.number}-{ex.number}\n"
                                           ":class: dropdown\n\n```python\n")
         assert f"def {checks.CHECKS[ex.id].functions[0]}(" in sources[at + 1]

@@ -47,6 +47,14 @@ from circuitdev.workshop import checks, data, plots
 workshop.setup()
 
 # %% [markdown]
+# What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
+# numbers), green ones what your results are checked against.
+
+# %%
+plots.session_diagram(1)
+plt.show()
+
+# %% [markdown]
 # ## 1 · The paper's induction batch
 #
 # Each sequence is random filler with one planted bigram **A B** somewhere in the first half and a second **A** at the
@@ -119,6 +127,12 @@ plt.show()
 # Write `class_targets(first_a, seq_len)`: a dict from each class name (as in `HEAD_CLASSES`, hyphenated) to its
 # target position(s) — an int or a list of ints.
 
+# %% [markdown]
+# #### Hint
+#
+# The query is q = seq_len − 1, and every target is an offset from q or from `first_a`. Use the class names
+# exactly as `HEAD_CLASSES` spells them; `local` is a list of four ints, the others one int each.
+
 # %%
 def class_targets(first_a: int, seq_len: int) -> dict:
     """{class: key position(s)} for a sequence whose first A sits at `first_a`; the query is seq_len - 1."""
@@ -158,6 +172,14 @@ checks.ex_1_1(class_targets)
 # Average over sequences *before* dividing, and floor the baseline at 1e-8. Work in float64 if you like
 # (`torch.as_tensor(attn_rows, dtype=torch.float64)`).
 
+# %% [markdown]
+# #### Hint
+#
+# Advanced indexing picks each sequence's own key: `a[torch.arange(N), :, :, targets]` has shape (N, L, H).
+# Keep the rows where `valid` is True and average them. For the baseline, `a[..., baseline]` is (N, L, H, P): average
+# it over sequences *and* positions (dims 0 and 3). Divide last, with the denominator floored
+# (`clamp(min=1e-8)` or `np.maximum(..., 1e-8)`).
+
 # %%
 def selectivity_one_class(attn_rows, targets, valid, baseline):
     """(L, H) selectivity: mean attention at each sequence's target (valid sequences) / mean baseline attention."""
@@ -190,6 +212,14 @@ pd.DataFrame(ind, index=[f"layer {l}" for l in range(L)], columns=[f"head {h}" f
 # over `batch.valid`, the other four over every sequence, and *local* is the mean of the four selectivities of its
 # keys (a mean of ratios with the same denominator is the ratio of the mean). `batch.first_a` holds each sequence's
 # first A.
+
+# %% [markdown]
+# #### Hint
+#
+# Loop over `HEAD_CLASSES`. For a class, build the (N,) array of targets from
+# `class_targets(int(batch.first_a[n]), T)[c]`, and call `selectivity_one_class` with it. `local` has four targets per
+# sequence: four calls, one per key, then their mean. The rows: `batch.valid` for induction and duplicate-token, an
+# all-True array for the other four.
 
 # %%
 def six_selectivities(attn_rows, batch) -> dict:
@@ -245,6 +275,13 @@ print(f"induction ceiling with the paper's baseline: {induction_ceiling(64):.0f}
 # baseline position) pair **except** the positions first_a[n] and first_a[n] + 1 of each sequence n. Pool the kept
 # values and average once (sequences lose different numbers of positions, so a mean of per-sequence means is not the
 # same).
+
+# %% [markdown]
+# #### Hint
+#
+# Broadcast a (N, P) mask: `keep = (positions[None, :] != first_a[:, None]) & (positions[None, :] !=
+# first_a[:, None] + 1)`. Multiply `a[..., positions]` (N, L, H, P) by `keep[:, None, None, :]`, sum over sequences and
+# positions, and divide by `keep.sum()`: one pooled mean.
 
 # %%
 def baseline_without_ab(attn_rows, first_a, positions):

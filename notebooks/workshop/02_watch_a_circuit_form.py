@@ -12,8 +12,10 @@
 # # Session 2 · Watch a circuit form
 #
 # The paper follows 1B-parameter models through training by probing ten saved checkpoints each. Here you do the same
-# with a model you train yourself, in about a minute and a half on this laptop: the `mini` preset of the toy panel
-# (one family, a shorter run than the default toy panel's; `book/toy_recipe.md`). Then you
+# with a model you train yourself on this laptop: the `mini` preset of the toy panel (one family, a shorter run than
+# the default toy panel's; `book/toy_recipe.md`). How long that takes depends on the machine and on what else it is
+# doing, so it is measured here, not promised: the cell before the training says how long it should take on this
+# machine, and the training prints how long it took. Then you
 #
 # 1. probe every checkpoint of your run with the screen of session 1;
 # 2. find when each head first crosses its class threshold (**2.1**);
@@ -22,7 +24,7 @@
 # 4. cross-check the induction heads with a second, independent induction score: *prefix matching* on repeated
 #    random sequences (**2.3**).
 #
-# About 40 minutes, the training included. Start the training first (the next two cells) and read on while it runs.
+# About 40 minutes, the training included. Start the training first (the next cells) and read on while it runs.
 
 # %% tags=["parameters"]
 # the family to train: gpt_neox (Pythia-like), olmo or olmoe
@@ -43,16 +45,37 @@ import seaborn as sns
 from circuitdev.measure.batch import repeated_batch
 from circuitdev.measure.capture import prefix_matching_scores
 from circuitdev.toy import PANEL_NAMES
-from circuitdev.workshop import checks, data
+from circuitdev.workshop import checks, data, plots
 
 workshop.setup()
+
+# %% [markdown]
+# What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
+# numbers), green ones what your results are checked against.
+
+# %%
+plots.session_diagram(2)
+plt.show()
+
+# %%
 recipe = data.mini_recipe()
 print(f"the mini preset: {recipe.n_layer} layers x {recipe.n_head} heads, d_model {recipe.d_model}, "
       f"{recipe.steps} steps of {recipe.batch_size} x {recipe.seq_len} tokens; "
       f"checkpoints at steps {list(recipe.grid())}")
 
+# %% [markdown]
+# How fast can this machine train? On a laptop doing other work, torch's threads compete with that work: on a busy
+# 2-core machine, two threads trained this model several times slower than one (the same heads either way). So the
+# thread count is measured, not assumed: `circuitdev workshop doctor` times a few training steps with each count and
+# stores the fastest; where it has not run, the next cell measures (a few seconds) and stores it.
+
 # %%
-run = data.train_mini(family, retrain=retrain)  # a progress bar and the loss, live
+plan = data.training_plan()  # this machine's fastest torch thread count, and how long the mini run should take
+print(plan.summary())
+
+# %%
+run = data.train_mini(family, retrain=retrain, threads=plan.threads)  # a progress bar and the loss, live
+print(data.timing_note(run, plan))  # the time measured in this run, beside what this machine was expected to take
 
 # %% [markdown]
 # The dashed line is where the curriculum's second phase starts: until then the model sees text and *periodic* windows
@@ -63,8 +86,8 @@ run = data.train_mini(family, retrain=retrain)  # a progress bar and the loss, l
 # ## 1 · Probe every checkpoint
 #
 # The probe of session 1 — the six selectivities of every head — on each saved checkpoint of your run, plus each head's
-# participation ratio and prefix-matching score. About a second per checkpoint; the records go to
-# `data/toy/_workshop/results/` (apart from the book's).
+# participation ratio and prefix-matching score. About a second per checkpoint; the records go to the workshop's own
+# folder (`data.workshop_results_dir()`, apart from the book's records).
 
 # %%
 dev = data.mini_table(run)  # one row per (revision, layer, head)
@@ -101,6 +124,13 @@ plt.show()
 # return the (L, H) integer array of the first revision index r with sel[r] ≥ threshold, and −1 for a head that never
 # gets there.
 
+# %% [markdown]
+# #### Hint
+#
+# `hit = sel >= threshold` is (R, L, H) booleans, and `hit.argmax(axis=0)` is the index of the first True
+# along the revisions -- but it is also 0 where a head has no True at all. `hit.any(axis=0)` tells the two apart
+# (`np.where(..., ..., -1)`).
+
 # %%
 def first_crossing(sel: np.ndarray, threshold: float) -> np.ndarray:
     """(L, H) index of the first revision at or above `threshold`; -1 where there is none."""
@@ -133,6 +163,13 @@ formed if len(formed) else print("no head of this run reached its class threshol
 # Write `milestone(steps, sel, threshold, k)`: `steps` (R,) the training step of each revision, `sel` (R, L, H); return
 # the first step at which at least `k` heads have sel ≥ threshold **at that revision** (a head that crossed earlier
 # and fell back does not count), or None if that never happens.
+
+# %% [markdown]
+# #### Hint
+#
+# At each revision, count the heads at or above the threshold *there*: reshape `sel >= threshold` to
+# (R, L·H) and sum over axis 1. The milestone is the step of the first revision whose count reaches k
+# (`np.flatnonzero(counts >= k)`); return `int(steps[r])`, or None when there is none.
 
 # %%
 def milestone(steps: np.ndarray, sel: np.ndarray, threshold: float, k: int):
@@ -199,6 +236,12 @@ plt.show()
 #
 # Write `prefix_matching(attn)`: `attn` is one layer's attention patterns (N, H, T, T) on such sequences (T even,
 # half = T // 2). Return the (H,) mean, over sequences and over the queries i = half … T − 1, of attn[n, h, i, i − half + 1].
+
+# %% [markdown]
+# #### Hint
+#
+# With the second-half queries `q = np.arange(half, T)` and their keys `q - half + 1`, the expression
+# `attn[:, :, q, q - half + 1]` pairs each query with its own key (shape (N, H, Q)); average over sequences and queries.
 
 # %%
 def prefix_matching(attn) -> np.ndarray:

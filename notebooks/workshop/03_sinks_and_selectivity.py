@@ -39,9 +39,19 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 
 import circuitdev
-from circuitdev.workshop import checks, data
+from circuitdev.workshop import checks, data, plots
 
 workshop.setup()
+
+# %% [markdown]
+# What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
+# numbers), green ones what your results are checked against.
+
+# %%
+plots.session_diagram(3)
+plt.show()
+
+# %%
 record = data.toy_table(panel)  # every revision x head of the panel: the probe's records
 final_rev = data.final_revision(panel)
 final = record[record["revision"] == final_rev].reset_index(drop=True)
@@ -82,6 +92,13 @@ both.astype(float).set_axis(names).query("sel_first_token > 10 or sel_first_toke
 #   attention on each of its q other keys — floored at 1e-8.
 #
 # (Ratio of means again: average the numerator and the denominator separately, then divide.)
+
+# %% [markdown]
+# #### Hint
+#
+# `col0 = a[:, :, skip:, 0]` is (N, H, Q): each query's attention on position 0, and `q = np.arange(skip, T)`
+# are the matching query positions (they broadcast over the last axis). The mass is the mean of `col0` over axes 0 and 2;
+# the baseline is the mean of `(1 - col0) / q` over the same axes; divide the two means, the denominator floored.
 
 # %%
 def allq_first_token(attn, skip: int):
@@ -124,6 +141,13 @@ print("largest relative difference from the probe's record:",
 # Derive the relation on paper first. Then write `selectivity_from_mass(m, T)` and its inverse
 # `mass_for_selectivity(s, T)`. The check builds attention rows with mass m on position 0 and the rest spread evenly,
 # runs the library's screen on them at T = 64 and T = 256, and compares with your formula.
+
+# %% [markdown]
+# #### Hint
+#
+# With mass m on position 0, the other T − 1 keys share the remaining 1 − m equally, and the screen's
+# baseline is the attention of one such key. The selectivity divides m by it. For the inverse, write s = (that
+# expression) and solve for m: it is linear in m once you multiply out the denominator.
 
 # %%
 def selectivity_from_mass(m: float, T: int) -> float:
@@ -186,6 +210,12 @@ plt.show()
 # Write `parking_share(attn0, eps, skip)`: `attn0` (N, L, H, T) holds, for every sequence, head and query position q,
 # the attention of query q on position 0. Return the (L, H) share of (sequence, query ≥ skip) pairs where that
 # attention is strictly above `eps` — the Gu et al. sink rate, per head.
+
+# %% [markdown]
+# #### Hint
+#
+# `np.asarray(attn0)[..., skip:] > eps` is a boolean array; the mean of booleans is a share. Average over
+# the sequences (axis 0) and the queries (the last axis).
 
 # %%
 def parking_share(attn0, eps: float, skip: int):

@@ -44,9 +44,19 @@ import circuitdev
 from circuitdev.analysis import pr_lead as lead_lib
 from circuitdev.book import plots as book_plots
 from circuitdev.toy import PANEL_NAMES
-from circuitdev.workshop import checks, data
+from circuitdev.workshop import checks, data, plots
 
 workshop.setup()
+
+# %% [markdown]
+# What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
+# numbers), green ones what your results are checked against.
+
+# %%
+plots.session_diagram(4)
+plt.show()
+
+# %%
 cfg = data.toy_config(panel)
 batch = circuitdev.induction_batch(cfg.n, cfg.seq_len, cfg.seed, cfg.vocab_range, first_token=cfg.first_token_id)
 model = data.toy_model(panel)
@@ -79,6 +89,12 @@ print(f"{panel}'s induction circuit (>= {cfg.induction_threshold:g}x at the fina
 #
 # Write `zero_heads(z, heads, d_head)`: return a **copy** of `z` (B, T, H · d_head) with the columns of every head in
 # `heads` set to 0.
+
+# %% [markdown]
+# #### Hint
+#
+# Copy first (`z.clone()`: the check looks at its input afterwards), then zero each listed head's slice of the last
+# dimension: head h owns the columns from h·d_head up to, not including, (h + 1)·d_head.
 
 # %%
 def zero_heads(z: torch.Tensor, heads: list[int], d_head: int) -> torch.Tensor:
@@ -131,6 +147,13 @@ print("the library     ", {k: round(v, 4) for k, v in circuitdev.evaluate(model,
 # `min(len(spec[layer]), number of other heads)` heads from the layer's **other** heads, with one
 # `np.random.RandomState(seed)` for all layers and `rng.choice(eligible, size=k, replace=False)`; return
 # `{layer: sorted heads}` (leave out a layer with nothing to draw).
+
+# %% [markdown]
+# #### Hint
+#
+# The layers share one random stream: create the `np.random.RandomState(seed)` once, before looping over
+# `spec.items()`. In a layer, the eligible heads are the others, k is the smaller of the two counts, and the draw is
+# `choice(eligible, size=k, replace=False)` on that stream; skip a layer with k = 0, and return sorted Python ints.
 
 # %%
 def matched_random(spec: dict[int, list[int]], n_heads: int, seed: int) -> dict[int, list[int]]:
@@ -193,6 +216,12 @@ ablation.round(3)
 # Write `participation_ratio(M)` for a 2-D array (N, d) → a float, exactly as above (floor the total energy at
 # 1e-12).
 
+# %% [markdown]
+# #### Hint
+#
+# `np.linalg.svd(M, compute_uv=False)` gives the singular values s. Then p = s² / max(Σ s², 1e-12) and
+# PR = exp(−Σ p·log(p + 1e-12)). Do not subtract the mean of M.
+
 # %%
 def participation_ratio(M) -> float:
     """exp(entropy) of the normalised squared singular values of the raw matrix M (N, d)."""
@@ -227,6 +256,13 @@ pd.DataFrame(mine, index=[f"layer {l}" for l in range(layout.n_layers)],
 # Write `pr_lead(pr, sel, threshold, level)` for one head's trajectories over R revisions (`pr` and `sel`, (R,) each):
 # return `(formation, elevation)` — the first index with sel ≥ threshold, and the first index with
 # PR − 1 ≥ level · max(PR − 1) (and a peak above 0) — each None where there is none.
+
+# %% [markdown]
+# #### Hint
+#
+# Formation: the first entry of `np.flatnonzero(sel >= threshold)`. Elevation: with `signal = max(PR − 1, 0)`,
+# the first index where `signal >= level * signal.max()` -- only when `signal.max() > 0`. Either is None when its list
+# is empty.
 
 # %%
 def pr_lead(pr, sel, threshold: float, level: float):

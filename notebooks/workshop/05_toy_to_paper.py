@@ -19,9 +19,11 @@
 # 2. change a threshold, and find the one at which the paper's "about 10 points fewer sink heads in the MoE model"
 #    holds (**5.2**);
 # 3. check by hand one row that the book's audit marks *differs*: when a third of Pythia's induction circuit is
-#    present (**5.3**).
+#    present (**5.3**);
+# 4. a harder one to close: find *every* threshold at which the paper's "~10 pp" holds, exactly, where the audit
+#    tries a grid (**5.4**).
 #
-# About 35 minutes. Without the authors' files on this machine, the session runs on the three toy panels instead (a
+# About 35 minutes, and 20 more for 5.4. Without the authors' files on this machine, the session runs on the three toy panels instead (a
 # note below says so): the same functions, other numbers.
 
 # %% tags=["parameters"]
@@ -40,16 +42,26 @@ from circuitdev.analysis import findings
 from circuitdev.analysis.audit import run_audit
 from circuitdev.analysis.claims import load_claims
 from circuitdev.book import display
-from circuitdev.workshop import checks, data
+from circuitdev.workshop import checks, data, plots
 
 workshop.setup()
+
+# %% [markdown]
+# What this session builds: blue boxes are data, orange ones the functions you write (with their exercise
+# numbers), green ones what your results are checked against.
+
+# %%
+plots.session_diagram(5)
+plt.show()
+
+# %%
 pub = data.published()
 if pub is not None:
     dev = pub.table  # the authors' files: one row per (panel, revision, layer, head)
     DENSE, MOE, PYTHIA = "olmo-1b-0724", "olmoe-1b-7b-0924", "pythia-1b"
     where = "the authors' published files"
 else:
-    display.note(data.published_note(), title="No published files on this machine")
+    display.note(data.published_note(), title="The authors' files are not usable on this machine")
     dev = pd.concat([data.toy_table(p) for p in ("toy-pythia", "toy-olmo", "toy-olmoe")], ignore_index=True)
     DENSE, MOE, PYTHIA = "toy-olmo", "toy-olmoe", "toy-pythia"
     where = "the toy panels (no published files here)"
@@ -67,6 +79,13 @@ dev[["panel", "revision", "tokens_b", "layer", "head", "sel_induction", "sel_fir
 #
 # Write `bos_fraction(dev, threshold)`: a DataFrame with one row per (panel, revision) and the columns `panel`,
 # `revision`, `tokens_b` and `bos_fraction` — the share of that revision's heads with `sel_first_token` ≥ threshold.
+
+# %% [markdown]
+# #### Hint
+#
+# Add a boolean column `sel_first_token >= threshold`, then
+# `groupby(["panel", "revision"], as_index=False).agg(...)` with `tokens_b=("tokens_b", "first")` and the boolean's
+# mean as `bos_fraction`.
 
 # %%
 def bos_fraction(dev: pd.DataFrame, threshold: float) -> pd.DataFrame:
@@ -105,6 +124,12 @@ plt.show()
 #
 # Write `final_gap(dev, panel_a, panel_b, threshold)`: the BOS fraction of `panel_a` minus that of `panel_b`, each
 # at its **final** revision (the last in tokens), in percentage points. Use your `bos_fraction`.
+
+# %% [markdown]
+# #### Hint
+#
+# Sort your `bos_fraction(dev, threshold)` by `tokens_b`; then `groupby("panel")["bos_fraction"].last()` holds
+# each panel's final value. Subtract and multiply by 100.
 
 # %%
 def final_gap(dev: pd.DataFrame, panel_a: str, panel_b: str, threshold: float) -> float:
@@ -155,6 +180,13 @@ audit_row("F2.moe_reduction")
 # panel's final revision; recall at a revision is the share of those heads with `sel_induction` ≥ threshold *at that
 # revision* (a head that reached it earlier and fell back does not count).
 
+# %% [markdown]
+# #### Hint
+#
+# Three steps. (1) The panel's final revision: its rows with the largest `tokens_b`. (2) The circuit: the set
+# of (layer, head) there with `sel_induction >= threshold`. (3) Per revision: the number of rows that are in the circuit
+# *and* at or above the threshold there, divided by the circuit's size (`groupby("revision")`).
+
 # %%
 def circuit_recall(dev: pd.DataFrame, panel: str, threshold: float) -> pd.DataFrame:
     """Per revision of `panel`: the share of its final induction circuit already at >= threshold."""
@@ -196,10 +228,72 @@ for t in sweep:
 audit_row("F4.recall.pythia-1b@33")
 
 # %% [markdown]
+# ## 4 · A harder one: every threshold that reproduces the claim
+#
+# Section 2 tried a handful of thresholds, and the audit tries a grid. But the gap between two models is a *step
+# function* of the threshold: it can only change where the threshold passes some head's selectivity. So the set of
+# thresholds that reproduce the paper's number can be found exactly — a union of intervals, with no grid to miss a
+# narrow one.
+
+# %% [markdown]
+# ### Exercise 5.4 — every reproducing threshold · difficulty ●●●●○ · importance ●●●○○ · 20 min
+#
+# Write `reproducing_thresholds(dev, panel_a, panel_b, target, tol)`: every threshold t > 0 at which
+# `final_gap(dev, panel_a, panel_b, t)` is within `tol` of `target` (|gap − target| ≤ tol), as a sorted list of
+# pairs `(lo, hi)`, each meaning lo < t ≤ hi. Merge intervals that touch (one's `hi` is the next one's `lo`); the
+# first interval may start at `lo = 0`, and the last may have `hi = float("inf")`. Use your `final_gap`.
+
+# %% [markdown]
+# #### Hint
+#
+# The gap changes only where the threshold passes a head's selectivity at one of the two final revisions.
+# Sort those values, s₁ < s₂ < …; on each interval (sᵢ₋₁, sᵢ] (with s₀ = 0) every head is counted or not the same way,
+# so `final_gap(..., sᵢ)` is the gap on the whole interval (a head exactly at the threshold counts). Above the largest,
+# no head counts and the gap is 0. Keep the intervals within `tol`, and merge neighbours.
+
+# %%
+def reproducing_thresholds(dev: pd.DataFrame, panel_a: str, panel_b: str, target: float, tol: float) -> list:
+    """Sorted, merged intervals (lo, hi] of thresholds at which final_gap is within tol of target."""
+    # BEGIN SOLUTION
+    finals = dev[dev["panel"].isin([panel_a, panel_b])]
+    finals = finals[finals["tokens_b"] == finals.groupby("panel")["tokens_b"].transform("max")]
+    cuts = np.unique(finals["sel_first_token"].to_numpy(dtype=float))  # where the gap can change
+    edges = [0.0, *cuts[cuts > 0], float("inf")]
+    out: list = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        gap = final_gap(dev, panel_a, panel_b, hi) if np.isfinite(hi) else 0.0  # constant on (lo, hi]
+        if abs(gap - target) <= tol:
+            if out and out[-1][1] == lo:
+                out[-1] = (out[-1][0], hi)  # touches the previous one: merge
+            else:
+                out.append((lo, hi))
+    return out
+    # END SOLUTION
+
+
+# %%
+checks.ex_5_4(reproducing_thresholds)
+
+# %% [markdown]
+# The paper's "~10 pp", read as the audit reads it (a value that rounds to the printed 10: a gap in [9.5, 10.5]), on
+# the data of this session, beside the grid of section 2:
+
+# %%
+exact = reproducing_thresholds(dev, DENSE, MOE, 10.0, 0.5)
+print(f"{DENSE} minus {MOE} within 10 ± 0.5 pp for thresholds in: "
+      + ("; ".join(f"({lo:.4g}, {hi:.4g}]" for lo, hi in exact) or "none"))
+on_grid = [t for t in sweep if any(lo < t <= hi for lo, hi in exact)]
+print(f"of the grid {sweep}: {on_grid or 'none'}")
+
+# %% [markdown]
+# Where the intervals are narrow, a grid can step over them; where there are none, no threshold at all brings the data
+# to the paper's number. Either way the claim now comes with the exact range of thresholds that supports it.
+
+# %% [markdown]
 # ## What you did
 #
-# You recomputed a finding from the authors' own files, found the threshold at which one of the paper's numbers
-# holds, and confirmed a disagreement between the paper's text and its data by hand — what the book's audit does for
-# every numeric claim. The toy panel runs the same functions: the developmental table is the one seam between all
-# the sources (`circuitdev.schema`). To go further: the findings chapters of the book show every finding on every
+# You recomputed a finding from the authors' own files, found the thresholds at which one of the paper's numbers
+# holds (on a grid, then exactly), and confirmed a disagreement between the paper's text and its data by hand — what
+# the book's audit does for every numeric claim. The toy panel runs the same functions: the developmental table is the
+# one seam between all the sources (`circuitdev.schema`). To go further: the findings chapters of the book show every finding on every
 # tier, and `circuitdev notebook run f2_shapes -p bos_threshold 50` re-runs a chapter with another threshold.

@@ -7,13 +7,22 @@ Output tables name the panel `model`. The contract tables (other issues and chec
     bos_fraction.csv   model, revision, tokens_b, n_heads, n_bos, bos_fraction (a fraction in [0, 1])
     layer_counts.csv   model, revision, layer, n_bos
     milestones.csv     model, milestone, revision, tokens_b (empty revision / tokens where never reached)
-    recall.csv         model, revision, tokens_b, recall
+    recall.csv         model, revision, tokens_b, recall, precision, jaccard (precision: the share of the heads
+                       screened at the revision that are in the final circuit; jaccard: their overlap with it)
     audit.csv          claim, paper_value, data_value, status (match / differs), reason
+    spectral_topk.csv  panel, revision, class, count (the authors' top-K PR heads of that class at that revision;
+                       then tokens_b, k, share, recomputed: our count from the table, source) -- named `panel`
 
 The others carry the detail: developmental_table, f1_floor, f2_shape, f2_shape_sensitivity, f3_gaps, f4_circuit,
-f4_recall_milestones, f5_trajectories, f5_lead, f5_lead_sensitivity, f5_features, f6_noise_floor, sensitivity,
-audit_unverified (claims the data cannot decide, with the reason), greater_than (the authors' greater-than ablation
-conditions per model with the Wilson interval of top-1: `greater_than_table`).
+f4_recall_milestones, f5_trajectories, f5_lead, f5_lead_sensitivity, f5_features, f5_lead_null (per model, class
+and elevation rule: the circuit's median lead, the permutation null's mean and 95% range, the p-value, the base
+rate at the first revision), f5_base_rate (the share of all heads elevated at each revision), f6_noise_floor,
+sensitivity, audit_unverified (claims the data cannot decide, with the reason), greater_than (the authors'
+greater-than ablation conditions per model with the Wilson interval of top-1: `greater_than_table`).
+
+    robustness.csv     claim, panel, item, varied, threshold, rule, value, holds, censored, bound, paper_threshold,
+                       paper_rule: every threshold-dependent claim over findings.ROBUSTNESS_THRESHOLDS and the rule
+                       variants (findings.robustness_table; issue 21)
 """
 
 from __future__ import annotations
@@ -25,7 +34,9 @@ from pathlib import Path
 import pandas as pd
 
 from circuitdev.analysis import findings as F
+from circuitdev.analysis.findings import f5_control as C
 from circuitdev.analysis.findings import f5_pr_lead as P
+from circuitdev.analysis.findings import spectral_topk as K
 from circuitdev.analysis.audit import AUDIT_COLUMNS, UNVERIFIED_COLUMNS, run_audit
 from circuitdev.atomic import write_atomic
 from circuitdev.schema import SEL_COLUMNS
@@ -35,12 +46,16 @@ CONTRACT_COLUMNS: dict[str, list[str]] = {
     "bos_fraction": ["model", "revision", "tokens_b", "n_heads", "n_bos", "bos_fraction"],
     "layer_counts": ["model", "revision", "layer", "n_bos"],
     "milestones": ["model", "milestone", "revision", "tokens_b"],
-    "recall": ["model", "revision", "tokens_b", "recall"],
+    "recall": ["model", "revision", "tokens_b", "recall", "precision", "jaccard"],
     "audit": AUDIT_COLUMNS,
 }
 # F5 follows the final-revision circuit of each class at its formation threshold (induction 50x, prev-token 100x,
 # first-token 30x).
 F5_CLASSES = ("induction", "previous-token", "first-token")
+# F5's control (issue 21 item 5): the default elevation rule and the one that uses no future, each with its null
+F5_NULL_SETTINGS = (("fraction-of-peak", 0.5), ("peak-to-date", 0.5))
+SPECTRAL_TOPK_COLUMNS = ["panel", "revision", "class", "count"]  # the contract; extra columns follow
+_PANEL_NAMED = {"spectral_topk"}  # tables whose contract names the panel `panel`, not `model`
 
 
 def _model(df: pd.DataFrame) -> pd.DataFrame:
@@ -82,11 +97,39 @@ def _findings_tables(dev: pd.DataFrame, nulls: pd.DataFrame | None) -> dict[str,
         tables["f5_lead_sensitivity"] = pd.concat(
             [P.pr_lead_sensitivity(dev, head_class=c) for c in F5_CLASSES], ignore_index=True)
         tables["f5_features"] = P.pr_features(dev)
-    tables = {name: _model(t) for name, t in tables.items()}
+        tables.update(f5_control_tables(dev))
+        if "classification" in dev.columns:
+            tables["spectral_topk"] = spectral_topk_table(dev)
+    tables = {name: t if name in _PANEL_NAMED else _model(t) for name, t in tables.items()}
     for name, columns in CONTRACT_COLUMNS.items():
         if name in tables:
             tables[name] = tables[name][columns]
     return tables
+
+
+def f5_control_tables(dev: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """F5's control: f5_lead_null (`f5_control.lead_null` per class and setting of F5_NULL_SETTINGS: the null's
+    mean and p-value per model) and f5_base_rate (`elevation_base_rate` per setting)."""
+    return {"f5_lead_null": C.lead_null_settings(dev, F5_NULL_SETTINGS, head_classes=F5_CLASSES),
+            "f5_base_rate": pd.concat([C.elevation_base_rate(dev, rule=r, level=lv) for r, lv in F5_NULL_SETTINGS],
+                                      ignore_index=True)}
+
+
+def spectral_topk_table(dev: pd.DataFrame, authors: pd.DataFrame | None = None) -> pd.DataFrame:
+    """spectral_topk.csv: per panel, revision and class the count among the top-K PR heads -- the authors' own
+    counts (`PublishedData.topk`) where given, else ours -- then tokens_b, k, share, recomputed (our count from the
+    table: `spectral_topk.topk_breakdown`, K = 45) and source ("authors" / "recomputed")."""
+    ours = K.topk_breakdown(dev)
+    out = ours.rename(columns={"count": "recomputed"}).assign(source="recomputed")
+    out["count"] = out["recomputed"]
+    if authors is not None and len(authors):
+        theirs = authors.set_index(["panel", "revision", "class"])["count"]
+        keys = list(zip(out["panel"], out["revision"], out["class"]))
+        has = out["panel"].isin(set(authors["panel"])).to_numpy()
+        out["count"] = [int(theirs.get(k, 0)) if h else c for k, h, c in zip(keys, has, out["recomputed"])]
+        out["source"] = ["authors" if h else "recomputed" for h in has]
+    out["share"] = out["count"] / out["k"]
+    return out[[*SPECTRAL_TOPK_COLUMNS, "tokens_b", "k", "share", "recomputed", "source"]]
 
 
 def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.PathLike | None = None, *,
@@ -99,10 +142,15 @@ def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.
     complete run removes a stale one)."""
     data = load_published(published_dir, allow_partial=allow_partial)
     tables = findings_tables(data.table, nulls=nulls)
+    if "spectral_topk" in tables:  # the authors' own counts beside ours
+        tables["spectral_topk"] = spectral_topk_table(data.table, data.topk)
     if data.partial:
         tables["partial"] = pd.DataFrame({"missing_file": list(data.missing)})
     elif out_dir is not None:
         (Path(out_dir) / "partial.csv").unlink(missing_ok=True)
+    # --- issue 21: every threshold-dependent claim over the grid of bars and rules (robustness.csv)
+    tables["robustness"] = F.robustness_table(data.table)
+    # ---
     tables["greater_than"] = greater_than_table(data)
     result = run_audit(data.table, claims=claims, published=data, nulls=nulls)
     tables["audit"] = result.table[AUDIT_COLUMNS]

@@ -15,6 +15,16 @@ Conventions: a quantity's interval is [`<column>_lo`, `<column>_hi`], the 2.5th 
 replicates (for counts and other step-valued quantities the nearest replicate values below / above, so that a count's
 interval holds counts), widened where needed to contain the point value. Rows of panels without replicates (the
 published tier has no per-sequence data; records probed with n_boot = 0) get NaN intervals, never zero-width ones.
+
+What such an interval covers: re-measuring one trained model on another draw of the probe batch (the batch's
+sequences resampled), not another training run; call it a "re-measurement interval (the probe batch resampled)"
+(`INTERVAL_NAME`). Training noise is what seed replicas measure (`findings.seed_spread`).
+
+Reading a count or a maximum: a bootstrap of a count of heads above a bar is not centred on the point count when
+heads sit near the bar (each one passes in some resamples only), and a maximum over heads is biased upwards; the
+percentiles may then miss the point value. `with_intervals` therefore also gives `<column>_boot_mean` (the mean over
+the replicates, to read beside the point) and `<column>_widened` (True where the interval had to be widened to
+contain the point: the resamples centre elsewhere). Say so where it happens (`WIDENED_NOTE`).
 Pure numpy / pandas: the findings call in here when given `boot=`; nothing here imports the findings.
 """
 
@@ -32,6 +42,9 @@ from circuitdev.errors import DataError
 from circuitdev.schema import INTERVAL_LEVEL, SEL_COLUMNS
 
 LEVEL = INTERVAL_LEVEL  # the coverage of every interval
+INTERVAL_NAME = "re-measurement interval (the probe batch resampled)"  # what every interval here covers
+WIDENED_NOTE = ("interval widened to include the point: the resamples center elsewhere because heads sit near the "
+                "bar")  # what a page says where `<column>_widened` is True
 KEYS = ["panel", "revision", "layer", "head"]
 # Columns derived from the selectivities: dropped from replicate tables so that nothing stale decides a class
 # (`measure.classify.is_class` recomputes the best class when the column is absent).
@@ -116,6 +129,13 @@ def percentiles(values: np.ndarray, point: np.ndarray, *, level: float = LEVEL, 
                 ) -> tuple[np.ndarray, np.ndarray]:
     """(lo, hi) over axis 0 of `values` (B, ...), widened to contain `point`. discrete=True takes the replicate
     values just below / above the percentiles (a count's interval holds counts); NaN replicates are left out."""
+    lo, hi, _ = widened_percentiles(values, point, level=level, discrete=discrete)
+    return lo, hi
+
+
+def widened_percentiles(values: np.ndarray, point: np.ndarray, *, level: float = LEVEL, discrete: bool = True
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`percentiles` and, per element, whether the percentile interval had to be widened to contain `point`."""
     tail = 100 * (1 - level) / 2
     kinds = ("lower", "higher") if discrete else ("linear", "linear")
     with warnings.catch_warnings():
@@ -123,7 +143,15 @@ def percentiles(values: np.ndarray, point: np.ndarray, *, level: float = LEVEL, 
         lo = np.nanpercentile(values, tail, axis=0, method=kinds[0])
         hi = np.nanpercentile(values, 100 - tail, axis=0, method=kinds[1])
     point = np.asarray(point, dtype=float)
-    return np.fmin(lo, point), np.fmax(hi, point)
+    widened = (lo > point) | (hi < point)  # False where either is NaN
+    return np.fmin(lo, point), np.fmax(hi, point), widened
+
+
+def boot_mean(values: np.ndarray) -> np.ndarray:
+    """Mean over axis 0 (the replicates), NaN replicates left out; NaN where all are."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(values, axis=0)
 
 
 def replicate_values(dev: pd.DataFrame, boot, fn: Callable[[pd.DataFrame], pd.DataFrame],
@@ -144,13 +172,18 @@ def replicate_values(dev: pd.DataFrame, boot, fn: Callable[[pd.DataFrame], pd.Da
 
 def with_intervals(dev: pd.DataFrame, boot, fn: Callable[[pd.DataFrame], pd.DataFrame], *, columns: Sequence[str],
                    level: float = LEVEL, discrete: bool = True) -> pd.DataFrame:
-    """fn(dev) with `<column>_lo` / `<column>_hi` for each of `columns`, from the same quantity computed on every
-    bootstrap replicate of the table. Rows of panels without replicates get NaN."""
+    """fn(dev) with, for each of `columns`, `<column>_lo` / `<column>_hi` (the interval, from the same quantity
+    computed on every bootstrap replicate of the table), `<column>_boot_mean` (the replicates' mean, to read beside
+    the point where heads sit near a bar) and `<column>_widened` (the percentile interval missed the point and was
+    widened to contain it). Rows of panels without replicates get NaN (and widened False)."""
     point, values, reps = replicate_values(dev, boot, fn, columns)
     has = point["panel"].isin(reps.panels).to_numpy() if "panel" in point.columns else np.ones(len(point), bool)
     for i, col in enumerate(columns):
-        lo, hi = percentiles(values[:, :, i], point[col].to_numpy(dtype=float), level=level, discrete=discrete)
+        lo, hi, widened = widened_percentiles(values[:, :, i], point[col].to_numpy(dtype=float), level=level,
+                                              discrete=discrete)
         point[f"{col}_lo"], point[f"{col}_hi"] = np.where(has, lo, np.nan), np.where(has, hi, np.nan)
+        point[f"{col}_boot_mean"] = np.where(has, boot_mean(values[:, :, i]), np.nan)
+        point[f"{col}_widened"] = has & widened
     return point
 
 

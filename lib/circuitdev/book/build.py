@@ -161,21 +161,35 @@ def current_folders() -> BuildFolders:
         panels=env.panels if PANELS_ENV in os.environ else base.panels)
 
 
-def book_config(repository_url: str | None, *, source: Path = paths.REPO_ROOT / "_config.yml",
-                out: Path | None = None) -> Path:
-    """The Jupyter Book configuration to build with: `_config.yml` itself when no repository is set, else a copy
-    (written to `out`) with the repository, its buttons and the Binder / Colab launch buttons. The launch buttons
-    open a page's notebook from the repository, so they work where the executed notebooks are published with it."""
+WORKSHOP_EDITIONS = ("instructors", "participants")  # the book with the workshop's solutions folded / left out
+
+
+def book_config(repository_url: str | None, *, workshop_edition: str = "instructors",
+                source: Path = paths.REPO_ROOT / "_config.yml", out: Path | None = None) -> Path:
+    """The Jupyter Book configuration to build with: `_config.yml` itself for the default book, else a copy (written to
+    `out`) with
+
+    - a repository: the repository, its buttons and the Binder / Colab launch buttons. The launch buttons open a
+      page's notebook from the repository, so they work where the executed notebooks are published with it;
+    - workshop_edition="participants": sphinx-exercise's `hide_solutions: true`, the participants' edition (every
+      solution block of the Workshop part left out; the exercises, their hints and checks stay).
+      `make book WORKSHOP_EDITION=participants` builds it."""
     import yaml
 
     from circuitdev.atomic import write_atomic
 
-    if not repository_url:
+    if workshop_edition not in WORKSHOP_EDITIONS:
+        raise ConfigError(f"workshop_edition {workshop_edition!r} is not one of {', '.join(WORKSHOP_EDITIONS)} "
+                          "(make book WORKSHOP_EDITION=participants builds the book without the workshop's solutions)")
+    if not repository_url and workshop_edition == "instructors":
         return source
     config = yaml.safe_load(source.read_text())
-    config["repository"] = {"url": str(repository_url), "branch": "main"}
-    config.setdefault("html", {}).update(use_repository_button=True, use_issues_button=True)
-    config["launch_buttons"] = {"notebook_interface": "jupyterlab", "binderhub_url": "https://mybinder.org",
-                                "colab_url": "https://colab.research.google.com"}
-    return write_atomic(out or paths.REPO_ROOT / "_build" / "_config.repository.yml",
+    if repository_url:
+        config["repository"] = {"url": str(repository_url), "branch": "main"}
+        config.setdefault("html", {}).update(use_repository_button=True, use_issues_button=True)
+        config["launch_buttons"] = {"notebook_interface": "jupyterlab", "binderhub_url": "https://mybinder.org",
+                                    "colab_url": "https://colab.research.google.com"}
+    if workshop_edition == "participants":
+        config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
+    return write_atomic(out or paths.REPO_ROOT / "_build" / "_config.generated.yml",
                         yaml.safe_dump(config, sort_keys=False, allow_unicode=True))

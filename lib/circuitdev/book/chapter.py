@@ -172,6 +172,63 @@ class Chapter:
     def note(self, text: str, **kwargs) -> None:
         display.note(text, **kwargs)
 
+    def how_robust(self, claim: str, *, rules: Sequence[str] | None = None, caption: str = "",
+                   table: pd.DataFrame | None = None, figure: bool = True) -> pd.DataFrame:
+        """The "How robust" block of a findings page (issue 21) for one claim of findings.ROBUSTNESS_CLAIMS.
+
+        Contract: the page writes the heading and the prose, e.g. a markdown cell
+            ## How robust
+            The statement holds for bars {glue:text}`f3-robust-f3-gap-ranges`. It hangs on
+            {glue:text}`f3-robust-f3-gap-hangs-on`.
+        followed by a code cell `ch.how_robust("F3.gap")`, which evaluates findings.robustness_table(claims=[claim])
+        on every present tier, draws plots.robustness_curves (one panel per model, the paper's bar marked; `rules`:
+        the rule variants drawn) as figure `fig-<prefix>-robust-<key>` and glues (key = the claim id lower-cased,
+        "." -> "-": "F3.gap" -> "f3-gap"):
+            <prefix>-robust-<key>-ranges        where the paper's statement holds, every tier ("published: ...")
+            <prefix>-robust-<key>-<tier>-ranges per tier (pub / toy / measured; "n/a ..." when absent)
+            <prefix>-robust-<key>-hangs-on      what it hangs on at the paper's bar (the published tier, else the
+                                                first present one): the deciding head, its value, its margin
+            <prefix>-robust-<key>-<tier>-hangs-on  per tier
+            <prefix>-robust-<key>-<tier>-<model>-ranges / -hangs-on  per model (pub-olmo, toy-toy-pythia, ...)
+        `table`: a robustness table (+ tier) the page already computed (else computed here); figure=False glues only.
+        Returns the robustness table (with a tier column) for the page's own tables."""
+        from circuitdev.analysis import findings
+        from circuitdev.book import plots
+        from circuitdev.sources.published import PUBLISHED_PANELS
+
+        key = claim.lower().replace(".", "-")
+        names = {p: {"pythia": "Pythia", "olmo": "OLMo", "olmoe": "OLMoE"}.get(info.short, p)
+                 for p, info in PUBLISHED_PANELS.items()}
+        table = self.apply(findings.robustness_table, claims=[claim]) if table is None else \
+            table[table["claim"] == claim] if len(table) else table
+        hangs = self.apply(findings.hangs_on, claim)
+        ranges, held = {}, {}
+        for tier in TIERS:
+            rows = table[table["tier"] == tier] if len(table) else table
+            ranges[tier] = findings.ranges_sentence(rows, claim, names=names) if len(rows) else None
+            h = hangs[hangs["tier"] == tier] if len(hangs) else pd.DataFrame(columns=["panel", "text"])
+            held[tier] = "; ".join(f"{names.get(p, p)}: {t}" for p, t in zip(h["panel"], h["text"])) or None
+            self.glue(f"robust-{key}-{TIER_KEYS[tier]}-ranges", ranges[tier], absent="n/a (no data in this tier)")
+            self.glue(f"robust-{key}-{TIER_KEYS[tier]}-hangs-on", held[tier], absent="n/a (no data in this tier)")
+            panels = dict.fromkeys([*(PUBLISHED_PANELS if tier == "published" else []), *rows.get("panel", [])])
+            for p in panels:
+                one = rows[rows["panel"] == p] if len(rows) else rows
+                self.glue(f"robust-{key}-{TIER_KEYS[tier]}-{_short_panel(p)}-ranges",
+                          findings.ranges_sentence(one, claim, names={p: ""}) if len(one) else None)
+                self.glue(f"robust-{key}-{TIER_KEYS[tier]}-{_short_panel(p)}-hangs-on",
+                          "; ".join(h.loc[h["panel"] == p, "text"]) if len(h) else None)
+        self.glue(f"robust-{key}-ranges", "; ".join(f"{TIER_LABELS[t].split(' (')[0]}: {r}" for t, r in
+                                                   ranges.items() if r) or None)
+        first = next((held[t] for t in TIERS if held[t]), None)
+        self.glue(f"robust-{key}-hangs-on", first)
+        if figure:
+            self.figure(plots.robustness_curves(table, claim, rules=rules), name=f"fig-{self.prefix}-robust-{key}",
+                        caption=caption or f"How robust {claim} is: its value at every bar of the grid, one panel "
+                        "per model; filled markers where the paper's statement holds, hollow where it fails, triangles "
+                        "where the value is a bound (an event already holds at the first probed revision or is never "
+                        "reached); the dotted line is the paper's bar.")
+        return table
+
     def claimed(self, claim_id: str) -> pd.DataFrame:
         """The paper's values of one claim of data/claims.yaml (a series expands into rows)."""
         from circuitdev.analysis.claims import claim_values

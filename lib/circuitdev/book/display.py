@@ -155,11 +155,12 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index
     from IPython.display import display
 
     styler = df.style.format(precision=precision, thousands=",", na_rep="—")
-    whole = [c for c in _integral_columns(df) if not (formats and c in formats)]
+    own = {k: v for k, v in (formats or {}).items() if k in df.columns}
+    if own:  # subset: without it Styler.format resets every other column to its default precision
+        styler = styler.format(own, na_rep="—", subset=list(own))
+    whole = [c for c in _integral_columns(df) if c not in own]
     if whole:
-        styler = styler.format({c: "{:,.0f}" for c in whole}, na_rep="—")
-    if formats:
-        styler = styler.format({k: v for k, v in formats.items() if k in df.columns}, na_rep="—")
+        styler = styler.format({c: "{:,.0f}" for c in whole}, na_rep="—", subset=whole)
     if not index:
         styler = styler.hide(axis="index")
     if caption:

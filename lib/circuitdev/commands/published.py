@@ -56,10 +56,9 @@ def run_fetch(args: argparse.Namespace) -> int:
     _check_timeout(args.timeout)
     to = args.to if args.to is not None else published_dir()
     done = fetch.fetch_published(to, from_dir=args.from_dir, timeout=args.timeout)
-    counts = done["action"].value_counts()
-    print(f"{to}: " + ", ".join(f"{n} {action}" for action, n in counts.items()) + " (sha256 verified)")
-    if done.attrs["replaced"]:
-        print(f"{to}: kept the replaced file(s) beside the pinned ones: {', '.join(done.attrs['replaced'])}")
+    print(f"{to}: " + ", ".join(f"{n} {action}" for action, n in done.counts().items()) + " (sha256 verified)")
+    if done.replaced:
+        print(f"{to}: kept the replaced file(s) beside the pinned ones: {', '.join(done.replaced)}")
     return 0
 
 

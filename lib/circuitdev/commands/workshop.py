@@ -15,7 +15,11 @@ examples:
   circuitdev workshop build --out W                 # W/student/NN_*.ipynb and W/solutions/NN_*.ipynb (executed)
   circuitdev workshop build 02 --out W --no-execute # one session, the solutions not run (seconds)
   circuitdev workshop build --out book/_generated/workshop --edition book   # the book's pages (what make book does)
-  circuitdev workshop doctor                        # can this machine do the sessions offline? (what to fix)
+  circuitdev workshop doctor                        # can this machine do the sessions offline? (what to fix;
+                                                    # it also measures and stores the torch thread count)
+
+A rebuild into the same --out never overwrites a student or solutions notebook changed since the last build (a
+participant's work): it keeps it, writes the new edition beside it (NAME.new.ipynb) and says so; --force replaces it.
 
 The sessions' sources are notebooks/workshop/NN_*.py (jupytext). A student notebook stops at its first exercise with
 NotImplementedError naming it; a solution notebook runs anywhere (it finds the toy checkpoints through the library
@@ -38,6 +42,9 @@ def register(subparsers) -> None:
     b.add_argument("--edition", action="append", choices=("student", "solutions", "book"), default=None,
                    help="what to write (repeatable; default: student and solutions)")
     b.add_argument("--kernel", default="python3", help="Jupyter kernel (default: python3)")
+    b.add_argument("--force", action="store_true",
+                   help="replace student / solutions notebooks changed since the last build (default: keep them and "
+                        "write the new edition beside them, NAME.new.ipynb)")
     b.set_defaults(func=run_build)
     d = sub.add_parser("doctor", help="check this machine for the workshop: the base checks, toy checkpoints, "
                                       "training and probe speed, the authors' files, a Jupyter front end")
@@ -57,7 +64,7 @@ def run_build(args) -> int:
     from circuitdev.workshop.build import build
 
     built = build(args.out, args.sessions, editions=args.edition or ("student", "solutions"), run=args.execute,
-                  kernel=args.kernel)
+                  kernel=args.kernel, force=args.force)
     ran = [b for b in built if b.seconds is not None]
     if ran:
         print("solutions executed in " + ", ".join(f"{b.session} {b.seconds:.0f} s" for b in ran)

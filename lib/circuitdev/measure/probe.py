@@ -151,6 +151,7 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
         nulls = null_selectivity(
             cap.attn_rows, batch, n_nulls=config.n_nulls, seed=config.null_seed,
             baseline_size=config.baseline_size, baseline_seed=config.baseline_seed,
+            baseline_excludes_ab=config.baseline_excludes_ab,  # the selectivities' own baseline: one scale
         )  # (draws, L, H)
         table["null_induction_p99"] = np.percentile(nulls, 99, axis=0).reshape(-1)
         timings["null_s"] = time.perf_counter() - t3
@@ -168,12 +169,18 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
                        nulls=nulls, behaviour=summary, timings=timings)
 
 
-def null_pr(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int = 2000, seed: int = 2026) -> np.ndarray:
-    """(L, H) PR of each head on uniform random ids in [0, vocab_size) — the PR null of method reference §3, final checkpoint only."""
+def null_pr(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int = 2000, seed: int = 2026,
+            first_token: int | None = None) -> np.ndarray:
+    """(L, H) PR of each head at the last position of `n` sequences of uniform random ids in [0, vocab_size)
+    (RandomState(seed), length config.seq_len) -- the PR null of method reference §3 (the authors: final checkpoint,
+    N = 2000). `first_token`: an id put at position 0 of every sequence (the toy panels' BOS, `first_token_id`, as
+    their probe batch has it); None, the paper's, leaves it random. `sources.null_pr` calls it at every revision."""
     config = config or ProbeConfig()
     layout = family_of(model)
     vocab = model.get_input_embeddings().num_embeddings
     ids = np.random.RandomState(seed).randint(0, vocab, size=(n, config.seq_len))
+    if first_token is not None:
+        ids[:, 0] = first_token
     q, H, dh = config.seq_len - 1, layout.n_heads, layout.head_dim
     rows: list[torch.Tensor] = []
 

@@ -90,17 +90,21 @@ def null_selectivity(
     seed: int = 2026,
     baseline_size: int = 50,
     baseline_seed: int = 0,
+    baseline_excludes_ab: bool = False,
 ) -> np.ndarray:
     """The selectivity null (method reference §3): attention at one random non-target position per valid example, over the baseline.
 
     For each draw and valid example, rp = randint(1, T-1) from RandomState(seed), rejecting the avoid set and the
     example's A and B positions. Returns (n_nulls, L, H); the paper reports the 99th percentile over all values.
+    The denominator is the same baseline as `selectivities` with the same `baseline_excludes_ab`: pass the
+    record's setting, so that the null and the real selectivities are on one scale (the toy panels exclude A/B).
     """
     if n_nulls < 1:
         raise ConfigError(f"n_nulls must be >= 1, got {n_nulls}")
     t = batch.seq_len
     positions = baseline_positions(t, baseline_size, baseline_seed)
-    denom = np.maximum(baseline_attention(attn_rows, batch, positions), BASELINE_FLOOR)
+    denom = np.maximum(baseline_attention(attn_rows, batch, positions, excludes_ab=baseline_excludes_ab),
+                       BASELINE_FLOOR)
     avoid = avoid_positions(t)
     valid_idx = np.flatnonzero(batch.valid)
     rng = np.random.RandomState(seed)

@@ -180,12 +180,23 @@ def _swap_in(to: Path, staging: Path, entry: ManifestEntry) -> str | None:
     return kept
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """What `fetch_published` did: `table` (local_path, action: "present", "downloaded" or "copied") and the files
+    of other content it kept aside (`<file>.replaced-<sha8>`)."""
+
+    table: pd.DataFrame
+    replaced: tuple[str, ...] = ()
+
+    def counts(self) -> dict[str, int]:
+        return self.table["action"].value_counts().to_dict()
+
+
 def fetch_published(to_dir: str | os.PathLike | None = None, *, from_dir: str | os.PathLike | None = None,
                     manifest: list[ManifestEntry] | None = None, timeout: float = 30.0,
-                    download: Download = _download) -> pd.DataFrame:
+                    download: Download = _download) -> Fetched:
     """Make `to_dir` hold every manifest file, all or nothing (see the module docstring). Files already right are
-    left alone. Returns local_path, action ("present", "downloaded", "copied"); `.attrs["replaced"]` lists the files
-    kept aside. Raises ConfigError for a bad timeout or URL template (before any download), DataError (a
+    left alone. Returns a `Fetched` (each file's action, and the files kept aside). Raises ConfigError for a bad timeout or URL template (before any download), DataError (a
     DownloadError for a failed download) with `to_dir` unchanged."""
     to = Path(to_dir) if to_dir is not None else published_dir()
     source = Path(from_dir) if from_dir is not None else None
@@ -215,8 +226,7 @@ def fetch_published(to_dir: str | os.PathLike | None = None, *, from_dir: str | 
     action = "copied" if source is not None else "downloaded"
     done = pd.DataFrame([{"local_path": e.local_path, "action": "present" if status[e.local_path] == "ok" else action}
                          for e in entries], columns=["local_path", "action"])
-    done.attrs["replaced"] = replaced
-    return done
+    return Fetched(done, tuple(replaced))
 
 
 def _left(to: Path, manifest: list[ManifestEntry] | None) -> str:
@@ -255,7 +265,6 @@ def ensure_published(to_dir: str | os.PathLike, *, from_dir: str | os.PathLike |
     finally:
         shutil.rmtree(staging_dir(to), ignore_errors=True)
     how = "copied from " + str(from_dir) if from_dir is not None else "downloaded from " + url_template().split("{")[0]
-    fetched = int((done["action"] != "present").sum())
-    kept = f"; kept the replaced file(s) beside them: {', '.join(done.attrs['replaced'])}" if done.attrs["replaced"] \
-        else ""
+    fetched = int((done.table["action"] != "present").sum())
+    kept = f"; kept the replaced file(s) beside them: {', '.join(done.replaced)}" if done.replaced else ""
     return True, f"published: {fetched} of {len(entries)} files {how} into {to}, sha256 verified{kept}"

@@ -7,6 +7,10 @@ fetch` writes it, by default into data/published; `circuitdev.paths.published_di
     pr_trajectory/{pythia_1b,olmo,olmoe}_phase1_trajectory.json     per-head participation ratio at each revision
     ablation/*.json                                                 final-checkpoint ablations (optional)
 
+Each per-revision file also lists the authors' spectral top-K (`classifications`: the K = `top_k` heads of highest
+PR integral, ranked by `ranking`, with their class at that revision -> `PublishedData.features`) and its class
+counts (`class_breakdown_topK` -> `PublishedData.topk`, checked to count exactly the listed heads).
+
 `load_published(dir)` first checks the folder against the manifest (`check_copy`): a copy of the authors' files
 that lacks some of them, or holds one with other content, is refused with one line naming them and the command
 that completes it -- unless partial copies are allowed (`allow_partial=True`, `--allow-partial`, or
@@ -26,7 +30,7 @@ import math
 import os
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -39,6 +43,8 @@ from circuitdev.measure.classify import with_classification
 from circuitdev.schema import HEAD_CLASSES, sel_column
 
 TokensRule = Literal["per-step-truncated", "label", "per-step-floor"]
+TOPK_LABELS: tuple[str, ...] = (*HEAD_CLASSES, "unclassified")  # what class_breakdown_topK counts
+TOPK_COLUMNS = ["panel", "revision", "tokens_b", "class", "count", "top_k", "ranking"]
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,9 @@ class PublishedData:
     features: pd.DataFrame  # the top-K `classifications` rows: panel, revision, layer, head, rank, integral, spread
     ablation: pd.DataFrame  # tidy final-checkpoint ablation metrics (empty when the folder is absent)
     directory: Path
+    # the authors' class_breakdown_topK: panel, revision, tokens_b, class, count, top_k, ranking (the criterion,
+    # "integral"); classes without heads are absent, as in their files
+    topk: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=TOPK_COLUMNS))
     partial: bool = False  # True: an incomplete copy of the authors' files, read because it was allowed
     missing: tuple[str, ...] = ()  # then: the manifest files it lacks or holds with other content
 
@@ -236,11 +245,12 @@ def load_published(directory: str | os.PathLike | None = None, *, panels: tuple[
         raise DataError(f"published directory {root} does not exist; run `circuitdev published fetch --to {root}` "
                         f"or pass the folder holding per_revision/ and pr_trajectory/ (env {PUBLISHED_ENV})")
     partial = check_copy(root, allow_partial=allow_partial, manifest=manifest)
-    frames, revisions, trajectories, features = [], [], [], []
+    frames, revisions, trajectories, features, topk = [], [], [], [], []
     if partial is not None:  # a partial copy may lack whole panels: read the others
         panels = tuple(p for p in panels if _has_revisions(root, _panel(p))) or panels
     for panel in panels:
-        table, rev_meta, feats = _load_panel_revisions(root, _panel(panel))
+        table, rev_meta, feats, breakdown = _load_panel_revisions(root, _panel(panel))
+        topk.append(breakdown)
         traj = root / "pr_trajectory" / _panel(panel).trajectory_file
         if traj.exists():
             pr, meta = _load_trajectory(traj, _panel(panel), table)
@@ -262,6 +272,7 @@ def load_published(directory: str | os.PathLike | None = None, *, panels: tuple[
         features=pd.concat(features, ignore_index=True),
         ablation=load_ablation(root),
         directory=root,
+        topk=pd.concat(topk, ignore_index=True) if topk else pd.DataFrame(columns=TOPK_COLUMNS),
         partial=partial is not None,
         missing=(*partial.missing, *partial.changed) if partial is not None else (),
     )
@@ -276,13 +287,14 @@ def _has_revisions(root: Path, info: PublishedPanel) -> bool:
     return any((root / "per_revision").glob(f"{info.file_prefix}_mechinterp_*.json"))
 
 
-def _load_panel_revisions(root: Path, info: PublishedPanel) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _load_panel_revisions(root: Path, info: PublishedPanel
+                          ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     pattern = f"{info.file_prefix}_mechinterp_*.json"
     paths = sorted((root / "per_revision").glob(pattern))
     if not paths:
         raise DataError(f"{root / 'per_revision'}: no {pattern} files for {info.name}; run "
                         f"`circuitdev published fetch --to {root}` or point at the right folder")
-    rows, meta, feats, grid = [], [], [], None
+    rows, meta, feats, topk, grid = [], [], [], [], None
     for path in paths:
         data = _read_json(path)
         revision = path.stem.removeprefix(f"{info.file_prefix}_mechinterp_")
@@ -316,19 +328,48 @@ def _load_panel_revisions(root: Path, info: PublishedPanel) -> tuple[pd.DataFram
         meta.append({"panel": info.name, "revision": revision, "file": str(path), "step": step,
                      "tokens_b": tokens_b, "n_heads": len(heads), "selectivity_threshold": threshold,
                      **{k: data.get(k) for k in ("n_examples", "n_examples_valid", "top_k", "ranking")}})
-        for i, c in enumerate(_as_list(path, "classifications", data.get("classifications", []))):
+        listed = _as_list(path, "classifications", data.get("classifications", []))
+        for i, c in enumerate(listed):
             if not isinstance(c, dict) or not {"layer", "head", "integral", "spread"} <= set(c):
                 raise _fail(path, f"classifications[{i}]", "expected an object with layer, head, integral, spread")
             feats.append({"panel": info.name, "revision": revision, "layer": c["layer"], "head": c["head"],
                           "rank": c.get("rank"), "integral": c["integral"], "spread": c["spread"],
                           "best_class": c.get("best_class"), "classification": c.get("classification")})
+        topk += _class_breakdown(path, data, info.name, revision, tokens_b, len(listed))
     table = pd.DataFrame(rows).sort_values(["step", "layer", "head"], ignore_index=True)
     table = with_classification(table, threshold=float(meta[0]["selectivity_threshold"]))
     table = table.drop(columns="best_selectivity")  # keep to the schema's columns
     meta = pd.DataFrame(meta).sort_values("step", ignore_index=True)
     feats = pd.DataFrame(feats, columns=["panel", "revision", "layer", "head", "rank", "integral", "spread",
                                          "best_class", "classification"])
-    return table, meta, feats
+    topk = pd.DataFrame(topk, columns=TOPK_COLUMNS)
+    topk["count"] = topk["count"].astype("int64")
+    return table, meta, feats, topk
+
+
+def _class_breakdown(path: Path, data: dict, panel: str, revision: str, tokens_b: float, listed: int) -> list[dict]:
+    """The rows of a file's `class_breakdown_topK` (absent or empty: none). Each count a whole number >= 0 of a
+    known class, and together exactly the heads the file's `classifications` lists."""
+    breakdown = data.get("class_breakdown_topK")
+    if not breakdown:
+        return []
+    if not isinstance(breakdown, dict):
+        raise _fail(path, "class_breakdown_topK",
+                    f"expected an object of class -> count, got {type(breakdown).__name__}")
+    rows = []
+    for cls, value in breakdown.items():
+        field_name = f"class_breakdown_topK.{cls}"
+        if cls not in TOPK_LABELS:
+            raise _fail(path, field_name, f"unknown class {cls!r}; known: {', '.join(TOPK_LABELS)}")
+        count = _number(path, field_name, value)
+        if count < 0 or count != int(count):
+            raise _fail(path, field_name, f"expected a whole number of heads >= 0, got {value!r}")
+        rows.append({"panel": panel, "revision": revision, "tokens_b": tokens_b, "class": cls, "count": int(count),
+                     "top_k": data.get("top_k"), "ranking": data.get("ranking")})
+    total = sum(r["count"] for r in rows)
+    if total != listed:
+        raise _fail(path, "class_breakdown_topK", f"counts {total} heads, but `classifications` lists {listed}")
+    return rows
 
 
 def _require_class(path: Path, key: str, per_class: dict, head_class: str):

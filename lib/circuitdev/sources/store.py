@@ -39,7 +39,10 @@ revision, and every file it lists hashes to the recorded sha256 -- anything else
 edited file, a parquet without sidecar) is corrupt and recomputed, never used. A record of other weights than the
 panel's current ones (`sources.weights`) is stale. A record of format 1 (before the null draws were stored) or 2
 (before the behaviour) stays readable; `probe` refreshes it (`RecordStatus.outdated`), its per-head files
-byte-identical.
+byte-identical where its null draws do not change. Format 3 divided the null draws by the paper's baseline even
+where the selectivities exclude A and B (`baseline_excludes_ab`): those records (the toy panels') are outdated and
+re-probed with the draws on the selectivities' scale (`outdated_reason`, `null_baseline`); the other format-3
+records are current.
 
 Which function to call: `sources.records.PanelRecords` to read a panel's records (the developmental table, its
 replicates, its null draws); `load_revision_table` for the per-revision values; `record_status` / `read_record` for
@@ -66,11 +69,15 @@ from circuitdev.schema import SEL_COLUMNS
 from circuitdev.sources.panels import Panel, Revision
 from circuitdev.sources.weights import weights_differ
 
-# 2: null draws in their own file, the weights' identity in the sidecar; 3: the revision's behaviour
-FORMAT = "circuitdev.record/3"
-READABLE_FORMATS = ("circuitdev.record/1", "circuitdev.record/2", FORMAT)
-_ADDED_BY = {"circuitdev.record/1": "the null draws, the weights' identity and the behaviour",
-             "circuitdev.record/2": "the behaviour (top-1, loss at B, ICL score, first-position norms)"}
+# 2: null draws in their own file, the weights' identity in the sidecar; 3: the revision's behaviour; 4: the null
+# draws divide by the selectivities' own baseline (format 3 and older used the paper's even where the record's
+# selectivities exclude each sequence's A and B from it: `baseline_excludes_ab`, the toy panels)
+FORMAT = "circuitdev.record/4"
+READABLE_FORMATS = ("circuitdev.record/1", "circuitdev.record/2", "circuitdev.record/3", FORMAT)
+_NULLS_ON_ONE_SCALE = "the null draws on the selectivities' own baseline"
+_ADDED_BY = {"circuitdev.record/1": f"the null draws, the weights' identity, the behaviour and {_NULLS_ON_ONE_SCALE}",
+             "circuitdev.record/2": f"the behaviour (top-1, loss at B, ICL score, first-position norms) and "
+                                    f"{_NULLS_ON_ONE_SCALE}"}
 ARCHIVE = "by-config"
 
 # Columns of a record, in order. The first block is added by the store; the rest come from `probe_model`.
@@ -208,10 +215,37 @@ def record_status(paths: RecordPaths, *, panel: str, revision: str, config_hash:
     other = weights_differ(meta.get("weights"), weights)
     if other:
         return RecordStatus("stale", other, meta)
-    outdated = ""
-    if meta["format"] != FORMAT:
-        outdated = f"written by {meta['format']}; {FORMAT} adds {_ADDED_BY[meta['format']]}"
-    return RecordStatus("complete", "", meta, outdated=outdated)
+    return RecordStatus("complete", "", meta, outdated=outdated_reason(meta))
+
+
+def _version(meta: dict) -> int:
+    return int(str(meta.get("format", "/0")).rsplit("/", 1)[-1])
+
+
+def outdated_reason(meta: dict) -> str:
+    """Why `probe` refreshes a complete record written by an older format ("" when it need not). A format-3 record
+    is outdated only where its null draws and its selectivities sit on two scales: probed with
+    `baseline_excludes_ab` (the toy panels) and with null draws, which format 3 divided by the paper's baseline.
+    Every other format-3 record already holds what format 4 would write, and is left as it is."""
+    fmt = meta.get("format")
+    if fmt == FORMAT:
+        return ""
+    if fmt == "circuitdev.record/3":
+        if not (meta.get("nulls") and (meta.get("config") or {}).get("baseline_excludes_ab")):
+            return ""
+        return (f"written by {fmt}, whose null draws divide by the paper's baseline while its selectivities exclude "
+                f"each sequence's A and B (baseline_excludes_ab); {FORMAT} draws them on the selectivities' baseline")
+    return f"written by {fmt}; {FORMAT} adds {_ADDED_BY[fmt]}"
+
+
+def null_baseline(meta: dict) -> str | None:
+    """The baseline a record's null draws divide by: "A/B excluded" (format 4 and later, probed with
+    `baseline_excludes_ab`), "paper" (the paper's fixed positions), None when it holds no draws. The record's
+    selectivities use "A/B excluded" exactly when its config says `baseline_excludes_ab`."""
+    if not meta.get("nulls"):
+        return None
+    excludes = bool((meta.get("config") or {}).get("baseline_excludes_ab"))
+    return "A/B excluded" if excludes and _version(meta) >= 4 else "paper"
 
 
 def read_parquet(path: Path) -> pd.DataFrame:

@@ -8,13 +8,18 @@ the instructor's code sits between `# BEGIN SOLUTION` / `# END SOLUTION`, and th
              likely cause ...", computed against the library or an independent computation on small inputs
     data     the toy checkpoints, their probe records, the live `mini` run and the authors' files, found (or trained,
              or probed) through the library, so a session runs from any working directory
-    build    one source -> a student edition (solutions replaced by `raise NotImplementedError("Exercise N.M: ...")`),
-             a solutions edition (executed) and the book's edition (sphinx-exercise exercise / solution blocks)
+    build    one source -> a student edition (solutions replaced by `raise NotImplementedError("Exercise N.M: ...")`,
+             hints folded), a solutions edition (executed) and the book's edition (`book_edition`: sphinx-exercise
+             exercise / solution blocks, hints as dropdowns)
     doctor   the workshop's machine checks, run by `circuitdev workshop doctor` after the base checks
-    plots    the few pictures the sessions share (attention rows of one sequence, the live loss curve)
+    machine  this machine's torch thread count, measured (the doctor stores it; the sessions read it)
+    manifest what a build wrote (hashes), so that a rebuild never overwrites a participant's edited notebook
+    diagrams each session's diagram: what it builds, with its exercises where they sit
+    plots    the few pictures the sessions share (the diagrams, attention rows of one sequence, the live loss curve)
 
 A session opens with `workshop.setup()`: plot style, one-line error display for exercises that are not done yet or
-whose check failed (no bare traceback), and a strict mode in which a failed check stops "run all" where it failed.
+whose check failed (no bare traceback), a strict mode in which a failed check stops "run all" where it failed, and
+this machine's measured torch thread count.
 """
 
 from __future__ import annotations
@@ -32,9 +37,11 @@ def setup(*, strict: bool = True, threads: int | None = None) -> None:
     """Call once at the top of a session: display settings, compact errors for exercises, torch threads.
 
     strict: a failed check raises `checks.ExerciseFailed` (shown as its one-line verdict) so that "run all" stops at
-    the exercise to fix. threads: torch's CPU threads (default: min(2, CPUs), what the timings were measured with)."""
+    the exercise to fix. threads: torch's CPU threads (default: the count `circuitdev workshop doctor` measured fastest
+    on this machine, `circuitdev.workshop.machine`; 1 when it has not run: more threads than free cores make torch
+    many times slower on a busy laptop)."""
     from circuitdev.book import display
-    from circuitdev.workshop import checks
+    from circuitdev.workshop import checks, machine
 
     display.setup()
     warnings.filterwarnings("ignore", message="IProgress not found")
@@ -43,7 +50,7 @@ def setup(*, strict: bool = True, threads: int | None = None) -> None:
     try:
         import torch
 
-        torch.set_num_threads(threads or min(2, os.cpu_count() or 1))
+        torch.set_num_threads(threads or machine.stored_threads() or 1)
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
     _install_compact_errors()

@@ -4,21 +4,20 @@ A session is `notebooks/workshop/NN_name.py`. An exercise is a markdown cell who
 
     ### Exercise 1.2 — selectivity of one class · difficulty ●●○○○ · importance ●●●●○ · 10 min
 
-followed by the code cell the participant writes in, where the instructor's code sits between `# BEGIN SOLUTION` and
-`# END SOLUTION` lines (the rest of the cell -- the `def` line, the docstring -- is kept for the participant), and
-then by the code cell that checks it (`checks.ex_1_2(fn)`, see `circuitdev.workshop.checks`).
+optionally followed by a markdown cell whose first line is `#### Hint` (the hint, folded in every edition), then by
+the code cell the participant writes in, where the instructor's code sits between `# BEGIN SOLUTION` and
+`# END SOLUTION` lines (the rest of the cell -- the `def` line, the docstring -- is kept for the participant), and then
+by the code cell that checks it (`checks.ex_1_2(fn)`, see `circuitdev.workshop.checks`).
 
     student    each solution region replaced by `raise NotImplementedError("Exercise 1.2: selectivity of one class")`
-               at the region's indentation, outputs cleared: "run all" stops at the first exercise not done yet
-    solutions  the markers removed, executed with papermill (`circuitdev.book.execute.execute_page`)
-    book       the executed solutions with each exercise as a sphinx-exercise `exercise` block and its solution as a
-               folded `solution` block (`:class: dropdown`) holding the solution cell's code; with `hide_solutions:
-               true` in _config.yml the book drops them (the participants' edition). A solution cell with outputs is
-               kept as a cell between gated `solution-start` / `solution-end` directives instead -- sphinx-exercise
-               1.2.1 cannot hide those (hide_solutions leaves the cell and fails on the end node), so the sessions'
-               solution cells only define functions.
+               at the region's indentation, each hint folded (a <details> block; `checks.hint("1.2")` prints it too),
+               outputs cleared: "run all" stops at the first exercise not done yet
+    solutions  the markers removed, the hints folded, executed with papermill (`circuitdev.book.execute.execute_page`)
+    book       the executed solutions with each exercise as a sphinx-exercise `exercise` block (its hint a dropdown
+               inside it) and its solution as a folded `solution` block (`circuitdev.workshop.book_edition`)
 
-`build(out)` writes out/student/NN_*.ipynb, out/solutions/NN_*.ipynb and, for the book, out/NN_*.ipynb.
+`build(out)` writes out/student/NN_*.ipynb, out/solutions/NN_*.ipynb and, for the book, out/NN_*.ipynb. A rebuild never
+overwrites a student or solutions notebook a participant changed (`circuitdev.workshop.manifest`).
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ HEADING_RE = re.compile(
     r"(?P<minutes>\d+)\s+min\s*$")
 BEGIN_RE = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION\s*$")
 END_RE = re.compile(r"^[ \t]*# END SOLUTION\s*$")
+HINT_RE = re.compile(r"^####\s+Hint\b")
 SESSION_FILE_RE = re.compile(r"^(?P<number>\d\d)_[a-z0-9_]+\.py$")
 
 
@@ -57,6 +57,7 @@ class Exercise:
     heading_cell: int  # cell indices in the source notebook
     solution_cell: int
     check_cell: int
+    hint_cell: int | None = None  # the `#### Hint` markdown cell between the heading and the solution
 
     @property
     def id(self) -> str:
@@ -171,6 +172,12 @@ def parse_session(source: str | Path) -> Session:
             if any(line.lstrip().startswith("### Exercise") for line in lines[1:]):
                 raise ConfigError(f"{where}: an exercise heading must be the first line of its own markdown cell "
                                   "(start a new `# %% [markdown]` cell before it)")
+            if HINT_RE.match(first.strip()):
+                if pending is None or pending["solution"] is not None or pending["hint"] is not None:
+                    raise ConfigError(f"{where}: a hint (`#### Hint`) belongs right after its exercise's heading cell, "
+                                      "before the solution cell (one per exercise)")
+                pending["hint"] = i
+                continue
             if first.lstrip().startswith("### Exercise"):
                 h = HEADING_RE.match(first.strip())
                 if not h:
@@ -185,7 +192,7 @@ def parse_session(source: str | Path) -> Session:
                 if int(h.group("number")) != expected:
                     raise ConfigError(f"{where}: exercise {number}.{h.group('number')} should be {number}.{expected} "
                                       "(exercises are numbered 1, 2, 3 ... in order)")
-                pending = {"number": expected, "heading": i, "match": h, "solution": None}
+                pending = {"number": expected, "heading": i, "match": h, "solution": None, "hint": None}
             continue
         if cell.cell_type != "code":
             continue
@@ -199,7 +206,7 @@ def parse_session(source: str | Path) -> Session:
             h = pending["match"]
             ex = Exercise(number, pending["number"], h.group("title").strip(), h.group("difficulty").count("●"),
                           h.group("importance").count("●"), int(h.group("minutes")), pending["heading"],
-                          pending["solution"], i)
+                          pending["solution"], i, pending["hint"])
             call = re.compile(rf"\bex_{number}_{ex.number}\(|\bcheck\(\s*['\"]{re.escape(ex.id)}['\"]")
             if not call.search(cell.source):
                 raise ConfigError(f"{where}: the cell after exercise {ex.id}'s solution must run its check "
@@ -242,6 +249,46 @@ def solution_lines(session: Session) -> list[str]:
     return found
 
 
+def hint_text(session: Session, exercise: Exercise) -> str | None:
+    """The hint of an exercise (its `#### Hint` cell without that line), as markdown; None without one."""
+    if exercise.hint_cell is None:
+        return None
+    return "\n".join(_lines(session.notebook.cells[exercise.hint_cell])[1:]).strip("\n")
+
+
+def folded_hint(session: Session, exercise: Exercise) -> str:
+    """The notebooks' hint cell: a <details> block that opens on a click (JupyterLab, Notebook, VS Code)."""
+    return (f"<details><summary><b>Hint</b> for exercise {exercise.id} (click to open, or run "
+            f"<code>checks.hint(\"{exercise.id}\")</code>)</summary>\n\n{hint_text(session, exercise)}\n\n</details>")
+
+
+def hint(exercise_id: str, folder: str | Path = SESSIONS_DIR) -> str:
+    """The hint of exercise "N.M" from its session's source (what `checks.hint` shows)."""
+    session_number, _, _ = exercise_id.partition(".")
+    if not session_number.isdigit():
+        raise ConfigError(f"an exercise is named N.M (e.g. 2.1), not {exercise_id!r}")
+    s = parse_session(find_sessions([session_number], folder)[0])
+    ex = next((e for e in s.exercises if e.id == exercise_id), None)
+    if ex is None:
+        raise ConfigError(f"no exercise {exercise_id} in {s.name}; its exercises are "
+                          f"{', '.join(e.id for e in s.exercises)}")
+    return hint_text(s, ex) or f"Exercise {exercise_id} has no hint: read its heading again, or ask."
+
+
+def _fold_hints(nb, session: Session) -> None:
+    for ex in session.exercises:
+        if ex.hint_cell is not None:
+            nb.cells[ex.hint_cell].source = folded_hint(session, ex)
+
+
+def _stable_ids(nb, session: Session) -> None:
+    """Cell ids from the session and the cell's place (nbformat draws random ones): a rebuild of an unchanged source
+    writes the same bytes, so the build's manifest sees an untouched notebook as untouched."""
+    for i, cell in enumerate(nb.cells):
+        if "id" in cell:
+            cell["id"] = f"{session.number:02d}-{i:03d}"
+
+
 def _clear(nb) -> None:
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -257,7 +304,9 @@ def student_notebook(session: Session):
     for ex in session.exercises:
         cell = nb.cells[ex.solution_cell]
         cell.source = stub(cell.source, ex)
+    _fold_hints(nb, session)
     _clear(nb)
+    _stable_ids(nb, session)
     return nb
 
 
@@ -267,68 +316,9 @@ def solutions_notebook(session: Session, executed=None):
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = strip_markers(cell.source)
+    _fold_hints(nb, session)
+    _stable_ids(nb, session)
     return nb
-
-
-def _fence(body: str, minimum: int = 3) -> str:
-    runs = [len(r) for r in re.findall(r"`{3,}", body)]
-    return "`" * max(minimum, max(runs, default=0) + 1)
-
-
-def book_notebook(session: Session, solutions, *, executed: bool = True):
-    """The book's edition: exercise blocks and folded, gated solution blocks around the solution cells."""
-    import nbformat
-
-    nb = copy.deepcopy(solutions)
-    by_heading = {ex.heading_cell: ex for ex in session.exercises}
-    by_solution = {ex.solution_cell: ex for ex in session.exercises}
-    cells = []
-    intro_done = False
-    for i, cell in enumerate(nb.cells):
-        if i in by_heading:
-            ex = by_heading[i]
-            body = "\n".join(_lines(cell)[1:]).strip("\n")
-            fence = _fence(body)
-            cell.source = (f"### Exercise {ex.id} — {ex.title}\n\n{fence}{{exercise}} {ex.ratings}\n:label: {ex.label}\n"
-                           f":nonumber:\n\n{body}\n{fence}")
-            cells.append(cell)
-            continue
-        if i in by_solution:
-            ex = by_solution[i]
-            label = f":label: sol-{session.number}-{ex.number}\n:class: dropdown\n"
-            if cell.get("outputs"):  # keep the executed cell (and its outputs) between the gated directives
-                cells.append(nbformat.v4.new_markdown_cell(f"```{{solution-start}} {ex.label}\n{label}```"))
-                cells.append(cell)
-                cells.append(nbformat.v4.new_markdown_cell("```{solution-end}\n```"))
-            else:  # a solution cell that only defines: its code inside one `solution` block
-                inner = _fence(cell.source)
-                outer = "`" * (len(inner) + 1)
-                cells.append(nbformat.v4.new_markdown_cell(
-                    f"{outer}{{solution}} {ex.label}\n{label}\n{inner}python\n{cell.source.strip()}\n{inner}\n{outer}"))
-            continue
-        cells.append(cell)
-        if not intro_done and cell.cell_type == "markdown" and any(l.startswith("# ") for l in _lines(cell)):
-            cells.append(nbformat.v4.new_markdown_cell(_book_note(session, executed)))
-            intro_done = True
-    nb.cells = cells
-    return nb
-
-
-def _book_note(session: Session, executed: bool) -> str:
-    rows = "".join(f"\n| {ex.id} | {ex.title} | {ex.ratings.split(' · ')[0].removeprefix('difficulty ')} | "
-                   f"{ex.ratings.split(' · ')[1].removeprefix('importance ')} | {ex.minutes} |"
-                   for ex in session.exercises)
-    ran = "" if executed else ("\n\nThis build rendered the session without running it (the pipeline's `workshop: "
-                               "execute: false`): the code is shown without its outputs.")
-    return (f":::{{admonition}} Session {session.number} · {len(session.exercises)} exercises · about "
-            f"{session.minutes} minutes of exercises\n:class: tip\n"
-            "This page is the session: each exercise is a box, and where this edition of the book has solutions, "
-            "the *Solution* block under it opens on a click. To do the session yourself, build the participants' "
-            "notebooks with "
-            "`circuitdev workshop build --out W` and open "
-            f"`W/student/{session.name}.ipynb` (the {{doc}}`instructor page <../../workshop_instructor>` says how "
-            "to set up a room).\n\n| exercise | what you write | difficulty | importance | minutes |\n"
-            f"|---|---|---|---|---|{rows}{ran}\n:::")
 
 
 # -------------------------------------------------------------------------------------------------------- build
@@ -357,28 +347,41 @@ def execute(session: Session, *, kernel: str = "python3", cwd: str | Path | None
         return nbformat.read(out, as_version=4), seconds
 
 
+def book_notebook(session: Session, solutions, *, executed: bool = True):
+    """The book's edition (`circuitdev.workshop.book_edition.book_notebook`)."""
+    from circuitdev.workshop.book_edition import book_notebook as make
+
+    return make(session, solutions, executed=executed)
+
+
 def build(out: str | Path, sessions: Sequence[str] | None = None, *, editions: Iterable[str] = ("student", "solutions"),
-          run: bool = True, kernel: str = "python3", cwd: str | Path | None = None,
+          run: bool = True, kernel: str = "python3", cwd: str | Path | None = None, force: bool = False,
           log: Callable[[str], None] = print) -> list[Built]:
     """Write the editions of the sessions into `out` (student/, solutions/, and the book's edition in `out` itself).
-    run=False writes the solutions and book editions unexecuted. Sessions are parsed (and checked) before any runs."""
+    run=False writes the solutions and book editions unexecuted. Sessions are parsed (and checked) before any runs.
+    A student or solutions notebook changed since the last build (a participant's work) is kept and the new edition
+    written beside it, said in `log`; `force=True` replaces it (`circuitdev.workshop.manifest`)."""
     import nbformat
 
     from circuitdev.atomic import write_atomic
+    from circuitdev.workshop.manifest import BuildManifest
 
     editions = tuple(editions)
     bad = [e for e in editions if e not in EDITIONS]
     if bad or not editions:
         raise ConfigError(f"unknown edition(s) {bad}; the editions are {', '.join(EDITIONS)}")
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; name a folder (it is created when missing)")
     parsed = [parse_session(p) for p in find_sessions(sessions)]
     out.mkdir(parents=True, exist_ok=True)
+    manifest = BuildManifest.open(out)
     results = []
     for s in parsed:
         written: dict[str, Path] = {}
         if "student" in editions:
-            written["student"] = write_atomic(out / "student" / f"{s.name}.ipynb",
-                                              nbformat.writes(student_notebook(s)))
+            written["student"] = manifest.write(out / "student" / f"{s.name}.ipynb",
+                                                nbformat.writes(student_notebook(s)), force=force, log=log)
         seconds = None
         executed = None
         if run and ("solutions" in editions or "book" in editions):
@@ -386,8 +389,9 @@ def build(out: str | Path, sessions: Sequence[str] | None = None, *, editions: I
             executed, seconds = execute(s, kernel=kernel, cwd=cwd or out, failed_dir=out / "failed")
         solutions = solutions_notebook(s, executed)
         if "solutions" in editions:
-            written["solutions"] = write_atomic(out / "solutions" / f"{s.name}.ipynb", nbformat.writes(solutions))
-        if "book" in editions:
+            written["solutions"] = manifest.write(out / "solutions" / f"{s.name}.ipynb", nbformat.writes(solutions),
+                                                  force=force, log=log)
+        if "book" in editions:  # a pipeline output: replaced by every build
             written["book"] = write_atomic(out / f"{s.name}.ipynb",
                                            nbformat.writes(book_notebook(s, solutions, executed=executed is not None)))
         took = f" in {seconds:.0f} s" if seconds is not None else ""

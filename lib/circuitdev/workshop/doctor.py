@@ -2,10 +2,13 @@
 (= `circuitdev doctor --workshop`): can this laptop do the five sessions on the day, offline?
 
     toy checkpoints   toy-pythia's checkpoints present, or how long training them would take here (a few timed steps)
-    mini run          how long session 2's live training of the `mini` preset takes here (or its checkpoints, reused)
+    threads           which torch thread count trains fastest here, measured (1, half the cores, all of them) and
+                      stored in the workshop's folder for the sessions (`circuitdev.workshop.machine`)
+    mini run          session 2's `mini` run: its checkpoints reused (said so), or how long training it live takes here
     probe             a 10-second probe: the full screen of one toy checkpoint, timed
     toy records       toy-pythia's probe records present (the sessions probe the missing ones)
-    published         the authors' files present (session 5 falls back to the toy panels without them)
+    published         the authors' files present and complete (session 5 falls back to the toy panels without them;
+                      an incomplete copy is named with the files it lacks)
     front end         JupyterLab or Notebook installed (the `workshop` extra)
     sessions          the session sources parse: exercises, solutions, checks
 
@@ -16,49 +19,17 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from typing import Callable
 
 from circuitdev.doctor import Result
 from circuitdev.workshop.data import DEFAULT_PANEL
+from circuitdev.workshop.machine import duration as _minutes
+from circuitdev.workshop.machine import training_seconds
 
 TOY_PANEL = DEFAULT_PANEL  # the panel the sessions run on
 TOY_BUDGET_S = 600.0  # training toy-pythia before the day: fine up to ~10 min, said as a warning
 MINI_BUDGET_S = 120.0  # session 2's live training: its slot assumes <= 2 minutes
 PROBE_BUDGET_S = 10.0
-TIMED_STEPS = 8
-
-
-def training_seconds(recipe, family: str, *, steps: int = TIMED_STEPS, threads: int = 1,
-                     clock: Callable[[], float] = time.perf_counter) -> float:
-    """Seconds the whole recipe would take here, from `steps` timed optimiser steps (after one warm-up step) of its
-    model on random windows of its shape, with `threads` torch threads (what it trains with), read on `clock`."""
-    import torch
-
-    from circuitdev.toy.train import build_model
-
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    model = build_model(family, recipe)
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr)
-    lo, hi = recipe.probe_vocab_range
-    x = torch.randint(lo, hi, (recipe.batch_size, recipe.seq_len))
-
-    def step() -> None:
-        loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
-    step()
-    t0 = clock()
-    for _ in range(steps):
-        step()
-    return (clock() - t0) / steps * recipe.steps
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+__all__ = ["WORKSHOP_CHECKS", "training_seconds"]
 
 
 def check_toy_checkpoints() -> Result:
@@ -79,11 +50,27 @@ def check_toy_checkpoints() -> Result:
                                              f"about {_minutes(est)}", fix)
 
 
-def check_mini_run() -> Result:
+def check_threads() -> Result:
+    """Measure the torch thread counts on the mini model (a few seconds) and store the fastest for the sessions."""
     from circuitdev.errors import ConfigError
-    from circuitdev.toy.recipe import preset_threads
-    from circuitdev.toy.train import panel_ready
-    from circuitdev.workshop.data import MINI_PRESET, mini_recipe
+    from circuitdev.paths import relative_to_repo
+    from circuitdev.workshop import machine
+
+    try:
+        choice = machine.measure()
+    except ConfigError as err:  # no mini preset: the mini-run check says what to do
+        return Result("threads", "warn", f"not measured: {err}")
+    where = machine.save(choice)
+    return Result("threads", "ok", f"{choice.summary()} (stored in {relative_to_repo(where)}, read by the sessions)")
+
+
+def check_mini_run() -> Result:
+    """Session 2's run: reused when its checkpoints are here (ok, said so), else how long training it live takes with
+    this machine's thread choice (the one `check_threads` stored; measured now when there is none)."""
+    from circuitdev.errors import ConfigError
+    from circuitdev.paths import relative_to_repo
+    from circuitdev.workshop import machine
+    from circuitdev.workshop.data import mini_recipe, mini_root, panel_ready, trained_seconds
 
     try:
         recipe = mini_recipe()
@@ -92,9 +79,17 @@ def check_mini_run() -> Result:
                       "update the checkout (the `mini` preset comes with circuitdev.toy.recipe)")
     family = "gpt_neox"
     panel = recipe.panel_name(family)
-    est = training_seconds(recipe, family, threads=preset_threads(MINI_PRESET))
-    there = " (its checkpoints are present: reused unless retrained)" if panel_ready(panel, recipe) else ""
-    message = f"session 2 trains {panel} live: about {_minutes(est)} here{there}"
+    root = mini_root(panel)
+    if panel_ready(panel, recipe, data_dir=root):
+        took = trained_seconds(panel, root)
+        return Result("mini run", "ok", f"session 2 reuses {panel}: its checkpoints are in "
+                                        f"{relative_to_repo(root / 'toy' / panel)}"
+                                        + (f" (trained in {_minutes(took)})" if took else "")
+                                        + "; `retrain = True` in the session trains it again, live")
+    choice = machine.current(log=None)
+    est = choice.estimate_s
+    message = (f"session 2 trains {panel} live: about {_minutes(est)} here with {choice.threads} torch "
+               f"thread{'s' * (choice.threads > 1)} (measured {choice.measured_at})")
     if est <= MINI_BUDGET_S:
         return Result("mini run", "ok", message)
     fix = f"pre-train it: `circuitdev toy train --preset mini --family {family}` (session 2 then reuses it)"
@@ -122,11 +117,20 @@ def check_probe() -> Result:
         model = build_model(family, recipe, attn_implementation="eager").eval()
         cfg = ProbeConfig.from_dict(recipe.probe_defaults())
         what = f"an untrained {TOY_PANEL}-shaped model"
-    t0 = time.perf_counter()
-    table = probe_model(model, cfg, progress=False).table
-    seconds = time.perf_counter() - t0
+    import torch
+
+    from circuitdev.workshop.machine import stored_threads
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(stored_threads() or 1)  # as the sessions run (workshop.setup)
+    try:
+        t0 = time.perf_counter()
+        table = probe_model(model, cfg, progress=False).table
+        seconds = time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(before)
     message = (f"screened {what} ({cfg.n} sequences x {cfg.seq_len} tokens, {len(table)} heads, PR, prefix "
-               f"matching, nulls) in {seconds:.1f} s")
+               f"matching, nulls) in {seconds:.1f} s with the sessions' thread count")
     if seconds <= PROBE_BUDGET_S:
         return Result("probe", "ok", message)
     return Result("probe", "warn" if seconds <= 3 * PROBE_BUDGET_S else "fail",
@@ -155,15 +159,18 @@ def check_toy_records() -> Result:
 
 def check_published() -> Result:
     from circuitdev.paths import published_dir, relative_to_repo
-    from circuitdev.workshop.data import published
+    from circuitdev.workshop.data import _published
 
     folder = relative_to_repo(published_dir())
-    data = published()
+    data, problem = _published()
     if data is not None:
-        return Result("published", "ok", f"the authors' files in {folder} ({data.table['panel'].nunique()} models)")
-    return Result("published", "warn", f"no readable authors' files in {folder}: session 5 runs on the toy panels "
-                                       "instead", "online: `circuitdev published fetch`; offline: copy the folder "
-                                                  "and set CIRCUITDEV_PUBLISHED=/path/to/it")
+        partial = f"; PARTIAL: {len(data.missing)} file(s) missing" if data.partial else ""
+        return Result("published", "ok" if not data.partial else "warn",
+                      f"the authors' files in {folder} ({data.table['panel'].nunique()} models){partial}")
+    return Result("published", "warn", f"the authors' files in {folder} are not usable ({problem}): session 5 runs on "
+                                       "the toy panels instead",
+                  "online: `circuitdev published fetch`; offline: copy the folder and set "
+                  "CIRCUITDEV_PUBLISHED=/path/to/it")
 
 
 def check_frontend() -> Result:
@@ -187,5 +194,6 @@ def check_sessions() -> Result:
     return Result("sessions", "ok", f"{len(sessions)} sessions, {n} exercises with solutions and checks")
 
 
-WORKSHOP_CHECKS = [check_toy_checkpoints, check_mini_run, check_probe, check_toy_records, check_published,
+WORKSHOP_CHECKS = [check_toy_checkpoints, check_threads, check_mini_run,
+                   check_probe, check_toy_records, check_published,
                    check_frontend, check_sessions]

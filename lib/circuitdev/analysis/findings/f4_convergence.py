@@ -1,5 +1,6 @@
 """F4, convergence: how early the final induction circuit is already visible (recall of the final-revision screen
-at every revision) and the first revision reaching each recall level."""
+at every revision), how much else the screen catches on the way (precision, Jaccard overlap, the heads that rise and
+fade) and the first revision reaching each recall level."""
 
 from __future__ import annotations
 
@@ -12,46 +13,98 @@ from circuitdev.analysis import uncertainty
 from circuitdev.analysis.devtable import head_mask, head_name, index
 from circuitdev.analysis.findings.basics import EPS
 from circuitdev.measure.classify import CountingRule
-from circuitdev.schema import INDUCTION_THRESHOLD
+from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, sel_column
 
 
 def circuit_recall(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float = INDUCTION_THRESHOLD,
                    reference_revision: str | None = None, rule: CountingRule = "per-class",
                    boot: pd.DataFrame | None = None) -> pd.DataFrame:
-    """F4: recall(r) = |{h in S_ref : sel_c(h, r) >= threshold}| / |S_ref|, S_ref = the screen at the final
-    revision (or `reference_revision`). Columns: revisions(dev) + n_circuit, n_found, recall, found (names);
-    recall is NaN for a panel whose reference circuit is empty. With `boot` (bootstrap replicates) also
-    n_circuit_lo / _hi, n_found_lo / _hi and recall_lo / _hi: the circuit itself is re-screened on every replicate."""
+    """F4: recall(r) = |S_ref and S_r| / |S_ref|, with S_r = {h : sel_c(h, r) >= threshold} the screen at revision r
+    and S_ref the screen at the final revision (or `reference_revision`); beside it what the screen catches that is
+    not the final circuit: precision(r) = |S_ref and S_r| / |S_r| (the share of screened heads that are in the final
+    circuit) and the Jaccard overlap |S_ref and S_r| / |S_ref or S_r|. Columns: revisions(dev) + n_circuit,
+    n_screened, n_found, recall, precision, jaccard, found (names); recall is NaN for a panel whose reference circuit
+    is empty, precision where nothing is screened, Jaccard where both are empty. With `boot` (bootstrap replicates)
+    also `<col>_lo` / `_hi` / `_boot_mean` / `_widened` of n_circuit, n_found, recall, precision and jaccard: the
+    circuit itself is re-screened on every replicate."""
     if boot is not None:
         return uncertainty.with_intervals(dev, boot, lambda d: circuit_recall(
             d, head_class=head_class, threshold=threshold, reference_revision=reference_revision, rule=rule),
-            columns=["n_circuit", "n_found", "recall"])
+            columns=["n_circuit", "n_found", "recall", "precision", "jaccard"])
     ix = index(dev)
     mask = head_mask(dev, head_class, threshold=threshold, rule=rule)
     layer, head = dev["layer"].to_numpy(dtype=np.int64), dev["head"].to_numpy(dtype=np.int64)
-    panel_of_row = np.searchsorted(ix.starts, ix.codes, side="right") - 1
-    keys = panel_of_row * 10**8 + layer * 10**4 + head
+    keys = _head_keys(ix, layer, head)
     in_circuit = np.isin(ix.codes, ix.reference(reference_revision)) & mask  # S_ref rows
     hit = np.isin(keys, keys[in_circuit]) & mask
     found: dict[int, list[tuple[int, int]]] = {}
     for i in np.flatnonzero(hit):  # few rows: the circuit heads, at the revisions where they pass
         found.setdefault(ix.codes[i], []).append((int(layer[i]), int(head[i])))
     n_revs = len(ix.cols["revision"])
+    panel_of_row = np.searchsorted(ix.starts, ix.codes, side="right") - 1
     n_circuit = np.bincount(panel_of_row[in_circuit], minlength=len(ix.starts))[
         np.searchsorted(ix.starts, np.arange(n_revs), side="right") - 1]
-    n_found = ix.count(hit)
+    n_found, n_screened = ix.count(hit), ix.count(mask)
+    union = n_circuit + n_screened - n_found
     with np.errstate(invalid="ignore", divide="ignore"):
         recall = np.where(n_circuit > 0, n_found / np.maximum(n_circuit, 1), np.nan)
-    return ix.frame(n_circuit=n_circuit, n_found=n_found, recall=recall,
+        precision = np.where(n_screened > 0, n_found / np.maximum(n_screened, 1), np.nan)
+        jaccard = np.where(union > 0, n_found / np.maximum(union, 1), np.nan)
+    return ix.frame(n_circuit=n_circuit, n_screened=n_screened, n_found=n_found, recall=recall, precision=precision,
+                    jaccard=jaccard,
                     found=[" ".join(head_name(*h) for h in sorted(found.get(i, []))) for i in range(n_revs)])
+
+
+def _head_keys(ix, layer: np.ndarray, head: np.ndarray) -> np.ndarray:
+    """One integer per (panel, layer, head), the same at every revision."""
+    panel_of_row = np.searchsorted(ix.starts, ix.codes, side="right") - 1
+    return panel_of_row * 10**8 + layer * 10**4 + head
+
+
+def faded_heads(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float = INDUCTION_THRESHOLD,
+                reference_revision: str | None = None, rule: CountingRule = "per-class") -> pd.DataFrame:
+    """F4, the heads that rise and fade: screened (sel_c >= threshold) at some revision but not in the final circuit
+    (the screen at the final revision, or `reference_revision`). An early screen that catches them is imprecise,
+    whatever its recall. One row per such head: panel, name, layer, head, passes (revisions at which it is
+    screened), first_revision, last_revision, last_tokens_b, peak (its largest selectivity), peak_revision, final
+    (its selectivity at the reference revision)."""
+    col = sel_column(check_head_class(head_class))
+    ix = index(dev)
+    mask = head_mask(dev, head_class, threshold=threshold, rule=rule)
+    layer, head = dev["layer"].to_numpy(dtype=np.int64), dev["head"].to_numpy(dtype=np.int64)
+    keys = _head_keys(ix, layer, head)
+    at_ref = np.isin(ix.codes, ix.reference(reference_revision))
+    faded = np.isin(keys, keys[mask]) & ~np.isin(keys, keys[at_ref & mask])
+    value, order = dev[col].to_numpy(dtype=float), ix.cols["revision_index"]
+    rows = []
+    for key in pd.unique(keys[faded]):
+        own = np.flatnonzero(keys == key)
+        own = own[np.argsort(order[ix.codes[own]], kind="stable")]
+        passed = own[mask[own]]
+        peak = own[np.argmax(value[own])]
+        final = own[at_ref[own]]
+        rows.append({"panel": dev["panel"].iloc[own[0]], "name": head_name(layer[own[0]], head[own[0]]),
+                     "layer": int(layer[own[0]]), "head": int(head[own[0]]), "passes": len(passed),
+                     "first_revision": ix.cols["revision"][ix.codes[passed[0]]],
+                     "last_revision": ix.cols["revision"][ix.codes[passed[-1]]],
+                     "last_tokens_b": float(ix.cols["tokens_b"][ix.codes[passed[-1]]]),
+                     "peak": value[peak], "peak_revision": ix.cols["revision"][ix.codes[peak]],
+                     "final": value[final[0]] if len(final) else np.nan})
+    out = pd.DataFrame(rows, columns=["panel", "name", "layer", "head", "passes", "first_revision", "last_revision",
+                                      "last_tokens_b", "peak", "peak_revision", "final"])
+    panel_rank = {p: i for i, p in enumerate(pd.unique(dev["panel"]))}
+    return out.assign(_p=out["panel"].map(panel_rank)).sort_values(["_p", "layer", "head"], kind="stable") \
+        .drop(columns="_p").reset_index(drop=True)
 
 
 def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3, 2 / 3, 1.0)) -> pd.DataFrame:
     """F4: first revision whose recall reaches each level (paper: 33/67/100%, i.e. 1/3, 2/3, 3/3 of a 3-head
     circuit; use exact fractions, as 2/3 = 0.667 < 0.67). Columns: panel, level, level_pct, revision,
-    revision_index, tokens_b, token_fraction (None / NaN where never reached)."""
+    revision_index, tokens_b, token_fraction (None / NaN where never reached), and where `recall` has them (a
+    `circuit_recall` table) the screen there: n_screened, n_found, precision, jaccard."""
     rows = []
     panels, value = recall["panel"].to_numpy(), recall["recall"].to_numpy(dtype=float)
+    screen = [c for c in ("n_screened", "n_found", "precision", "jaccard") if c in recall.columns]
     for panel in pd.unique(panels):
         idx = np.flatnonzero(panels == panel)
         for level in levels:
@@ -61,5 +114,7 @@ def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3,
                          "revision": first["revision"] if first is not None else None,
                          "revision_index": int(first["revision_index"]) if first is not None else None,
                          "tokens_b": float(first["tokens_b"]) if first is not None else np.nan,
-                         "token_fraction": float(first["token_fraction"]) if first is not None else np.nan})
-    return pd.DataFrame(rows)
+                         "token_fraction": float(first["token_fraction"]) if first is not None else np.nan,
+                         **{c: float(first[c]) if first is not None else np.nan for c in screen}})
+    return pd.DataFrame(rows, columns=["panel", "level", "level_pct", "revision", "revision_index", "tokens_b",
+                                       "token_fraction", *screen])

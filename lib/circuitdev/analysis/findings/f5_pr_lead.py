@@ -3,7 +3,19 @@
 Per-head PR and selectivity trajectories of a final-revision circuit (`head_trajectories`), the formation and PR
 elevation revision of each head and the lead between them (`pr_lead`, over a grid of definitions of "elevated":
 `pr_lead_sensitivity`), and the authors' static PR features (`pr_features`). Pure functions over a developmental
-table that carries a `pr` column.
+table that carries a `pr` column. What the lead is worth against heads at random (its base rate, a permutation null,
+PR on random tokens) is `f5_control`.
+
+Censoring (issue 21). Events at the first probed revision happened *at or before* it, and an elevation never seen
+happened after the last one if at all, so a lead built from them is a bound (`lead_censoring`, LEAD_CENSORING):
+    exact       formation and elevation both after the first revision
+    lower       elevated at the first revision, formed later: the lead is at least formation_index
+    upper       formed at the first revision and elevated later (lead at most -elevation_index), or never elevated
+                (lead at most formation_index - the number of revisions)
+    undefined   formed and elevated both at the first revision (their order cannot be read), or no PR
+    not formed  the head never reaches the threshold (only heads passed in `heads=`)
+`lead_checkpoints` holds the value or the bound (NaN when undefined): a head formed at the first revision no longer
+scores 0.
 """
 
 from __future__ import annotations
@@ -17,7 +29,9 @@ from circuitdev.analysis.devtable import final_circuit, head_name, index, panel_
 from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, sel_column
 
-ElevationRule = Literal["fraction-of-peak", "ratio-to-start", "above-level"]
+ElevationRule = Literal["fraction-of-peak", "peak-to-date", "ratio-to-start", "above-level"]
+LeadCensoring = Literal["exact", "lower", "upper", "undefined", "not formed"]
+LEAD_CENSORING: tuple[str, ...] = ("exact", "lower", "upper", "undefined", "not formed")
 # Formation thresholds (method reference §6 `formation_idx`): induction 50, previous-token 100, first-token 30.
 FORMATION_THRESHOLDS: dict[str, float] = {"induction": INDUCTION_THRESHOLD, "previous-token": PREV_TOKEN_THRESHOLD,
                                           "first-token": BOS_THRESHOLD}
@@ -74,7 +88,13 @@ def pr_elevated(pr: np.ndarray, *, rule: ElevationRule = "fraction-of-peak", lev
     definition, so it is a parameter:
 
     - "fraction-of-peak" (default): PR - 1 >= level * max_t(PR - 1). Scale-free and works whatever PR the first
-      checkpoint starts at (OLMoE's panel starts at 20B); level=0.5 = "half-way up its own peak".
+      checkpoint starts at (OLMoE's panel starts at 20B); level=0.5 = "half-way up its own peak". It uses the
+      future (the peak over the whole run), and a head whose PR is highest early is elevated at the first revision.
+    - "peak-to-date" (no future): PR_t - min_{s<=t} PR_s >= level * (max_{s<=t} PR_s - 1) and PR_t above that
+      minimum: PR has climbed from its lowest value so far by `level` of its highest PR - 1 so far. Only what was
+      measured up to t decides, and a first revision (or a plateau) is never elevated: use it to ask whether PR
+      *rose* before formation. Where PR has sat near 1 (min ~ 1) it reads "PR - 1 reaches `level` of its maximum
+      so far".
     - "ratio-to-start": PR >= level * PR at the first revision. Use for panels that start at initialisation
       (Pythia step1), where the first PR is a clean baseline; misleading when the first revision is already trained.
     - "above-level": PR >= level (absolute). Use with a null-PR calibration (e.g. the null p99 of random tokens).
@@ -85,11 +105,15 @@ def pr_elevated(pr: np.ndarray, *, rule: ElevationRule = "fraction-of-peak", lev
             signal = np.maximum(pr - 1, 0)
             peak = np.nanmax(np.where(np.isnan(signal), -np.inf, signal), axis=-1, keepdims=True)
             return (signal >= level * peak) & (peak > 0)
+        if rule == "peak-to-date":
+            low, high = np.fmin.accumulate(pr, axis=-1), np.fmax.accumulate(pr, axis=-1)  # NaN-skipping, to date
+            return (pr - low >= level * (high - 1)) & (pr > low)
         if rule == "ratio-to-start":
             return pr >= level * pr[..., :1]
         if rule == "above-level":
             return pr >= level
-    raise ConfigError(f"elevation rule must be one of fraction-of-peak, ratio-to-start, above-level; got {rule!r}")
+    raise ConfigError(f"elevation rule must be one of fraction-of-peak, peak-to-date, ratio-to-start, above-level; "
+                      f"got {rule!r}")
 
 
 def _panel_matrices(dev: pd.DataFrame, columns: Sequence[str]):
@@ -120,6 +144,28 @@ def _first_true(mask: np.ndarray) -> np.ndarray:
     return np.where(mask.any(axis=-1), mask.argmax(axis=-1), -1)
 
 
+def lead_value(formation: np.ndarray, elevation: np.ndarray, n_revisions: int,
+               has_pr: np.ndarray | bool = True) -> np.ndarray:
+    """Lead in checkpoints (formation - elevation index; -1 = never) with the censoring rules of the module
+    docstring: the value or the bound, NaN where undefined or not formed. Broadcasts (the permutation null calls it
+    on (permutations, heads) arrays)."""
+    f, e = np.broadcast_arrays(np.asarray(formation), np.asarray(elevation))
+    value = np.where(e >= 0, f - e, f - n_revisions).astype(float)
+    bad = (f < 0) | ((f == 0) & (e == 0)) | ~np.broadcast_to(np.asarray(has_pr, dtype=bool), f.shape)
+    return np.where(bad, np.nan, value)
+
+
+def lead_censoring(formation: np.ndarray, elevation: np.ndarray, has_pr: np.ndarray | bool = True) -> np.ndarray:
+    """The censoring label (LEAD_CENSORING) of each lead `lead_value` gives."""
+    f, e = np.broadcast_arrays(np.asarray(formation), np.asarray(elevation))
+    kind = np.full(f.shape, "exact", dtype=object)
+    kind[(e == 0) & (f > 0)] = "lower"
+    kind[((f == 0) & (e > 0)) | ((e < 0) & (f >= 0))] = "upper"
+    kind[((f == 0) & (e == 0)) | ~np.broadcast_to(np.asarray(has_pr, dtype=bool), f.shape)] = "undefined"
+    kind[f < 0] = "not formed"
+    return kind
+
+
 def pr_lead(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float | None = None,
             heads: PanelHeads | None = None, rule: ElevationRule = "fraction-of-peak",
             level: float = 0.5, boot: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -131,11 +177,13 @@ def pr_lead(dev: pd.DataFrame, *, head_class: str = "induction", threshold: floa
 
     formation = first revision with selectivity >= threshold (class default: induction 50, previous-token 100,
     first-token 30). elevation = first revision where `pr_elevated(rule, level)` holds. lead_checkpoints =
-    formation_index - elevation_index (positive: PR leads; 0: together; negative: PR lags); lead_token_ratio =
-    formation tokens / elevation tokens. Heads that never form or never elevate get NaN leads. Heads default to
-    the final-revision circuit of the class at the threshold.
+    formation_index - elevation_index (positive: PR leads; 0: together; negative: PR lags), or a bound, as
+    `lead_censoring` says (module docstring: exact / lower / upper / undefined / not formed); lead_token_ratio =
+    formation tokens / elevation tokens (exact leads only). Heads default to the final-revision circuit of the
+    class at the threshold.
     Columns: panel, layer, head, name, head_class, formation_revision, formation_index, formation_tokens_b,
-    elevation_revision, elevation_index, elevation_tokens_b, lead_checkpoints, lead_token_ratio, rule, level."""
+    elevation_revision, elevation_index, elevation_tokens_b, lead_checkpoints, lead_censoring, lead_token_ratio,
+    rule, level."""
     if boot is not None:
         from circuitdev.analysis import uncertainty
 
@@ -173,33 +221,61 @@ def _leads(dev: pd.DataFrame, *, head_class: str, threshold: float | None, heads
                 "name": [head_name(l, h) for l, h in zip(layers[keep], hs[keep])], "head_class": head_class,
                 "formation_revision": pick(labels, f), "formation_index": _nullable(f, f >= 0),
                 "formation_tokens_b": ft}
+        has_pr = ~np.isnan(mats["pr"][keep]).all(axis=1)
         for rule, level in settings:
             e = _first_true(pr_elevated(mats["pr"][keep], rule=rule, level=level))
             et = np.where(e >= 0, tokens[np.maximum(e, 0)], np.nan)
-            both = (f >= 0) & (e >= 0)
+            value, kind = lead_value(f, e, len(labels), has_pr), lead_censoring(f, e, has_pr)
+            exact = (kind == "exact") & (et > 0)
             frames.append(pd.DataFrame({
                 **base, "elevation_revision": pick(labels, e), "elevation_index": _nullable(e, e >= 0),
-                "elevation_tokens_b": et, "lead_checkpoints": _nullable(f - e, both),
-                "lead_token_ratio": np.where(both & (et > 0), ft / np.where(et > 0, et, 1), np.nan),
+                "elevation_tokens_b": et, "lead_checkpoints": _nullable(value, ~np.isnan(value)),
+                "lead_censoring": kind, "lead_token_ratio": np.where(exact, ft / np.where(et > 0, et, 1), np.nan),
                 "rule": rule, "level": level}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_LEAD_COLUMNS)
 
 
 def lead_summary(leads: pd.DataFrame) -> pd.DataFrame:
-    """Per model and class (and tier, when the rows carry one): heads followed, heads that formed, and the median /
-    min / max lead in checkpoints of a `pr_lead` table."""
-    keys = [c for c in ("tier", "panel", "head_class") if c in leads.columns]
-    columns = [*keys, "heads", "formed", "median_lead", "min_lead", "max_lead"]
-    if leads.empty or "lead_checkpoints" not in leads.columns:
-        return pd.DataFrame(columns=columns)
-    out = leads.groupby(keys, sort=False).agg(
-        heads=("name", "size"), formed=("formation_index", "count"), median_lead=("lead_checkpoints", "median"),
-        min_lead=("lead_checkpoints", "min"), max_lead=("lead_checkpoints", "max")).reset_index()
+    """Per model and class (and tier, rule and level, when the rows carry them): heads followed, heads that formed,
+    how many leads are exact / lower / upper bounds / undefined, the median / min / max lead in checkpoints over
+    the defined ones (bounds at their value) and median_exact over the exact ones only (NaN when none is)."""
+    keys = [c for c in ("tier", "panel", "head_class", "rule", "level") if c in leads.columns]
+    if "level" in keys and leads[["rule", "level"]].drop_duplicates().shape[0] == 1:
+        keys = [k for k in keys if k not in ("rule", "level")]  # one setting: no need to say it per row
+    columns = [*keys, "heads", "formed", "exact", "lower", "upper", "undefined", "median_lead", "min_lead",
+               "max_lead", "median_exact"]
+    if leads.empty or "lead_checkpoints" not in leads.columns:  # no head followed: the keys a page selects on
+        return pd.DataFrame(columns=[*dict.fromkeys([*keys, "panel", "head_class"]), *columns[len(keys):]])
+    kind = leads["lead_censoring"] if "lead_censoring" in leads.columns else pd.Series("exact", index=leads.index)
+    lead = leads["lead_checkpoints"].astype("float64")
+    frame = leads[keys].assign(_lead=lead, _exact=lead.where(kind == "exact"), _formed=leads["formation_index"].notna(),
+                               **{f"_{k}": kind == k for k in ("lower", "upper", "undefined")})
+    out = frame.groupby(keys, sort=False).agg(
+        heads=("_lead", "size"), formed=("_formed", "sum"), exact=("_exact", "count"), lower=("_lower", "sum"),
+        upper=("_upper", "sum"), undefined=("_undefined", "sum"), median_lead=("_lead", "median"),
+        min_lead=("_lead", "min"), max_lead=("_lead", "max"), median_exact=("_exact", "median")).reset_index()
     return out[columns]
+
+
+def lead_bound_text(value, defined: int, lower: int, upper: int) -> str:
+    """A median lead as prose, marked as a bound where its leads are: "≥ +4" (every defined lead a lower bound),
+    "≤ -3" (every one an upper bound), "+2 (1 of 3 bounds)" (some), "n/a" (none defined)."""
+    if pd.isna(value) or not defined:
+        return "n/a"
+    mark = "≥ " if lower == defined else "≤ " if upper == defined else ""
+    some = lower + upper
+    return f"{mark}{value:+g}" + (f" ({some} of {defined} bounds)" if 0 < some < defined else "")
+
+
+def lead_texts(summary: pd.DataFrame) -> pd.DataFrame:
+    """`lead_summary` with `text`: its median lead as prose, marked as a bound (`lead_bound_text`)."""
+    return summary.assign(text=[lead_bound_text(r["median_lead"], r["exact"] + r["lower"] + r["upper"], r["lower"],
+                                           r["upper"]) for _, r in summary.iterrows()] if len(summary) else [])
 
 
 DEFAULT_ELEVATION_GRID: dict[str, tuple[float, ...]] = {
     "fraction-of-peak": (0.1, 0.25, 0.5, 0.75, 0.9),
+    "peak-to-date": (0.25, 0.5, 0.75),
     "ratio-to-start": (1.5, 2.0, 5.0, 10.0),
 }
 
@@ -213,6 +289,17 @@ def pr_lead_sensitivity(dev: pd.DataFrame, *, head_class: str = "induction", thr
     order = {s: i for i, s in enumerate(settings)}
     return out.assign(_s=[order[s] for s in zip(out["rule"], out["level"])]).sort_values(
         "_s", kind="stable").drop(columns="_s").reset_index(drop=True)
+
+
+def sensitivity_medians(grid: pd.DataFrame) -> pd.DataFrame:
+    """The median lead of a `pr_lead_sensitivity` table (+ tier) per model (rows) and (rule, level) (columns
+    "fraction-of-peak 0.5", ...), models and settings in the table's order."""
+    if grid.empty:
+        return pd.DataFrame(columns=["tier", "panel"])
+    keys = [c for c in ("tier", "panel") if c in grid.columns]
+    wide = grid.assign(setting=[f"{r} {lv:g}" for r, lv in zip(grid["rule"], grid["level"])],
+                       lead=grid["lead_checkpoints"].astype("float64"))
+    return wide.pivot_table(index=keys, columns="setting", values="lead", aggfunc="median", sort=False).reset_index()
 
 
 def pr_features(dev: pd.DataFrame) -> pd.DataFrame:

@@ -48,10 +48,13 @@ def noise_floor(nulls: pd.DataFrame | None, *, panels: Sequence[str] = (), stabl
     selectivity), k_above (heads with real selectivity > null_p99); `panel` optional. The p99 (or max) counts as
     stable when max/min over revisions <= stable_ratio (2.0 = "within a factor of two").
     Returns one row per panel: status ("ok" / "no data"), n_revisions, p99_min, p99_max, p99_ratio, p99_stable,
-    max_min, max_max, max_ratio, max_stable, k_above_min, k_above_max, reason. With no null data (None / empty),
-    each of `panels` gets status "no data" and NaN values, never an exception."""
+    max_min, max_max, max_ratio, max_stable, k_above_min, k_above_max, reason, and what the verdict hangs on:
+    p99_hangs_on ("lowest at <revision> (x), highest at <revision> (y): stable for any factor >= y/x"), the same for
+    the maximum in max_hangs_on. With no null data (None / empty), each of `panels` gets status "no data" and NaN
+    values, never an exception."""
     columns = ["panel", "status", "n_revisions", "p99_min", "p99_max", "p99_ratio", "p99_stable", "max_min",
-               "max_max", "max_ratio", "max_stable", "k_above_min", "k_above_max", "reason"]
+               "max_max", "max_ratio", "max_stable", "k_above_min", "k_above_max", "reason", "p99_hangs_on",
+               "max_hangs_on"]
     if nulls is None or len(nulls) == 0:
         return pd.DataFrame([{"panel": p, "status": "no data", "n_revisions": 0,
                               "reason": "no null-selectivity draws for this panel (run the null calibration)"}
@@ -69,9 +72,19 @@ def noise_floor(nulls: pd.DataFrame | None, *, panels: Sequence[str] = (), stabl
                      "p99_max": p99.max(), "p99_ratio": p99_ratio, "p99_stable": p99_ratio <= stable_ratio,
                      "max_min": mx.min(), "max_max": mx.max(), "max_ratio": max_ratio,
                      "max_stable": max_ratio <= stable_ratio, "k_above_min": int(g["k_above"].min()),
-                     "k_above_max": int(g["k_above"].max()), "reason": ""})
+                     "k_above_max": int(g["k_above"].max()), "reason": "",
+                     "p99_hangs_on": _extremes(g, p99), "max_hangs_on": _extremes(g, mx)})
     for p in panels:
         if p not in set(pd.unique(nulls["panel"])):
             rows.append({"panel": p, "status": "no data", "n_revisions": 0,
                          "reason": "no null-selectivity draws for this panel (run the null calibration)"})
     return pd.DataFrame(rows, columns=columns)
+
+
+def _extremes(g: pd.DataFrame, values) -> str:
+    """The two revisions that decide a stability verdict: its lowest and highest value, and the smallest factor
+    under which it is stable."""
+    revs = g["revision"].to_numpy() if "revision" in g.columns else np.arange(len(values)).astype(str)
+    lo, hi = int(np.argmin(values)), int(np.argmax(values))
+    return (f"lowest at {revs[lo]} ({values[lo]:.3g}×), highest at {revs[hi]} ({values[hi]:.3g}×): stable for any "
+            f"factor ≥ {values[hi] / values[lo]:.3g}")

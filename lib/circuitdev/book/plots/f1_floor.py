@@ -53,27 +53,40 @@ def bos_layer_heatmaps(layers: pd.DataFrame, *, threshold: float = BOS_THRESHOLD
 def floor_margin(margin: pd.DataFrame, *, threshold: float = BOS_THRESHOLD,
                  floor_layers: Sequence[int] = (0, 1)) -> Figure:
     """F1, how close the floor comes to the bar: the largest first-token selectivity in the floor layers at every
-    revision, one line per model, one column per tier, with its 95% bootstrap interval as error bars where the
-    tier has one. `margin`: findings.floor_margin + tier."""
+    revision, one line per model, one column per tier, with its 95% re-measurement interval as error bars where the
+    tier has one (a hollow marker where that interval had to be widened to include the point). Each model's
+    strongest point is labelled with its head and its share of the bar. `margin`: findings.floor_margin + tier."""
     margin = margin[margin["value"].notna()] if len(margin) else margin
     if margin.empty:
         return placeholder("No floor-layer heads in any tier.", title="The floor's largest sink score")
-    fig, colors, per_tier = tier_lines(margin, height=3.6, width=5.0, sharey=False)
+    fig, colors, per_tier = tier_lines(margin, height=3.8, width=5.4, sharey=False)
     for ax, tier, g, axis in per_tier:
         for panel, gp in g.groupby("panel", sort=False):
             x, v = axis.x(gp["tokens"]), gp["value"].clip(lower=1e-2)
             ax.plot(x, v, color=colors[panel], marker="o", ms=3, lw=1.4, label=panel)
-            if gp["value_lo"].notna().any():
+            if "value_lo" in gp.columns and gp["value_lo"].notna().any():
                 err = np.vstack([(v - gp["value_lo"].clip(lower=1e-2)).clip(lower=0), (gp["value_hi"] - v).clip(lower=0)])
                 ax.errorbar(x, v, yerr=err, fmt="none", ecolor=colors[panel], elinewidth=1, capsize=2, alpha=0.8)
+            if "value_widened" in gp.columns and gp["value_widened"].fillna(False).astype(bool).any():
+                w = gp["value_widened"].fillna(False).astype(bool).to_numpy()
+                ax.scatter(np.asarray(x)[w], np.asarray(v)[w], s=40, facecolors="white", edgecolors=colors[panel],
+                           zorder=4, lw=1.2)
+            top = int(np.argmax(gp["value"].to_numpy()))
+            if gp["value"].iloc[top] >= 0.25 * threshold:  # say what the floor hangs on where it comes near
+                ax.annotate(f"{gp['name'].iloc[top]} {gp['value'].iloc[top]:.1f}× "
+                            f"({gp['value'].iloc[top] / threshold:.0%} of bar)", (np.asarray(x)[top], v.iloc[top]),
+                            xytext=(-6, 7), textcoords="offset points", ha="right", va="bottom", fontsize=7,
+                            color=colors[panel], zorder=5,
+                            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
         ax.axhline(threshold, color="#d62728", lw=1, ls=":")
-        ax.annotate(f"{threshold:g}× bar", (0.99, threshold), xycoords=("axes fraction", "data"), fontsize=7,
-                    color="#d62728", va="bottom", ha="right")
+        ax.annotate(f"{threshold:g}× bar", (0.01, threshold), xycoords=("axes fraction", "data"), fontsize=7,
+                    color="#d62728", va="bottom", ha="left")
         ax.set_yscale("log")
+        ax.set_ylim(top=max(ax.get_ylim()[1], 2.2 * threshold))  # room above the bar for the labels
         plain_log_ticks(ax)
         axis.apply(ax)
         ax.set_ylabel(f"top first-token sel., layers {', '.join(map(str, floor_layers))} (×)")
         ax.set_title(tier_title(tier), fontsize=10)
-        ax.legend(fontsize=7, loc="upper left")
-    figure_title(fig, "How close the floor layers come to the sink bar (error bars: 95% bootstrap interval)")
+        ax.legend(fontsize=7, loc="best")
+    figure_title(fig, "How close the floor layers come to the sink bar (error bars: re-measurement intervals)")
     return fig

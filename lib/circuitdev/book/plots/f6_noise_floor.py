@@ -4,25 +4,26 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
 from circuitdev.book.plots.axes import TokenAxis, figure_title, placeholder, plain_log_ticks, tier_title, token_counts
+from circuitdev.book.plots.f5_pr_lead import _grid, _keys
 from circuitdev.schema import BOS_THRESHOLD, INDUCTION_THRESHOLD
 
 
 def noise_floor(nulls: pd.DataFrame, *, thresholds: Sequence[float] = (BOS_THRESHOLD, INDUCTION_THRESHOLD)) -> Figure:
     """F6: null-selectivity p99 and max against the largest real induction selectivity, over training; one column
-    per (tier, panel). `nulls`: tier, panel, tokens_b, null_p99, null_max, real_max (tier "paper" = claimed)."""
+    per (tier, panel), two per row. `nulls`: tier, panel, tokens_b, null_p99, null_max, real_max (tier "paper" =
+    claimed)."""
     if nulls.empty:
         return placeholder("No null-selectivity draws in any tier: probe with n_nulls > 0.",
                            title="Selectivity noise floor")
-    keys = list(nulls[["tier", "panel"]].drop_duplicates().itertuples(index=False, name=None))
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.4 * len(keys), 3.8), squeeze=False, layout="constrained")
+    keys = _keys(nulls)
+    fig, blocks = _grid(len(keys), height=3.4)  # two panels per row: legible at the page's width
     styles = {"real_max": ("real max (induction)", "-", "#1f77b4"), "null_max": ("null max", "--", "#ff7f0e"),
               "null_p99": ("null p99", "-", "#2ca02c")}
-    for ax, (tier, panel) in zip(axes[0], keys):
+    for (ax,), (tier, panel) in zip(blocks, keys):
         g = nulls[(nulls["tier"] == tier) & (nulls["panel"] == panel)].sort_values("tokens_b")
         axis = TokenAxis.of(token_counts(g))
         for col, (label, ls, color) in styles.items():

@@ -17,7 +17,8 @@ One module per session, named after its source (notebooks/workshop/NN_<name>.py 
 base:
 
     base                    Verdict, ExerciseFailed, the `@exercise` decorator and its registry `CHECKS`, `check`,
-                            `difference` / `expect` / `expect_column` (what differs, and its likely cause)
+                            `difference` / `expect` / `expect_column` (what differs, and its likely cause), and
+                            `hint("2.1")`: an exercise's hint, from its session's source
     synthetic               the seeded inputs: random_rows, random_patterns, small_batch, synthetic_dev
     probe_by_hand, watch_a_circuit_form, sinks_and_selectivity, causal_and_spectral, toy_to_paper
                             the checks of sessions 1 to 5 (`SESSION_MODULES`)
@@ -33,7 +34,7 @@ import importlib
 STRICT = False  # workshop.setup() sets it: a failed check raises ExerciseFailed (one line in a notebook)
 
 from circuitdev.workshop.checks.base import (  # noqa: E402
-    CHECKS, Check, ExerciseFailed, Verdict, check, difference, exercise)
+    CHECKS, Check, ExerciseFailed, Hint, Verdict, check, difference, exercise, hint)
 from circuitdev.workshop.checks.synthetic import (  # noqa: E402
     random_patterns, random_rows, small_batch, synthetic_dev)
 
@@ -46,6 +47,6 @@ del _name
 # what the sessions call, `checks.ex_1_2(fn)`: each registered check under its own name
 globals().update({c.run.__name__: c.run for c in CHECKS.values()})
 
-__all__ = ["STRICT", "CHECKS", "SESSION_MODULES", "Check", "ExerciseFailed", "Verdict", "check", "difference",
-           "exercise", "random_patterns", "random_rows", "small_batch", "synthetic_dev",
+__all__ = ["STRICT", "CHECKS", "SESSION_MODULES", "Check", "ExerciseFailed", "Hint", "Verdict", "check",
+           "difference", "exercise", "hint", "random_patterns", "random_rows", "small_batch", "synthetic_dev",
            *(c.run.__name__ for c in CHECKS.values())]

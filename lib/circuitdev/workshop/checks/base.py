@@ -109,6 +109,28 @@ def check(exercise: str, *fns) -> Verdict:
     return CHECKS[exercise].run(*fns)
 
 
+@dataclass(frozen=True)
+class Hint:
+    """An exercise's hint (markdown), shown as markdown in a notebook and as text elsewhere."""
+
+    exercise: str
+    text: str
+
+    def _repr_markdown_(self) -> str:
+        return f"**Hint for exercise {self.exercise}.** {self.text}"
+
+    def __repr__(self) -> str:
+        return f"Hint for exercise {self.exercise}: {self.text}"
+
+
+def hint(exercise: str) -> Hint:
+    """Exercise `exercise`'s hint ("2.1"), from its session's source -- the same text the notebook folds under the
+    exercise (`circuitdev.workshop.build.hint`)."""
+    from circuitdev.workshop.build import hint as hint_of
+
+    return Hint(exercise, hint_of(exercise))
+
+
 # ---------------------------------------------------------------------------------------------------- running
 
 

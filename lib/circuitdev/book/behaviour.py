@@ -1,0 +1,48 @@
+"""The record tiers' behaviour per revision, for a page: the behavioural milestones of every probed panel.
+
+The developmental tables a page's tiers hold are per head; behaviour (top-1 at the query, ICL score, and the
+ablation over training) is per revision and lives beside the records (`sources.store.load_revision_table`, the
+behaviour replicates of `RecordSet.behaviour_boot`). `record_behaviour(ch.tiers, results_dir, specs=...)` reads them
+for every panel of the toy and measured tiers and applies `findings.behaviour_milestones`. The published tier has no
+behaviour per revision.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from circuitdev.analysis.findings import BEHAVIOUR_MILESTONES, BehaviourMilestone, behaviour_milestones
+from circuitdev.book.tiers import Tiers
+from circuitdev.errors import CircuitdevError
+
+
+def record_behaviour(tiers: Tiers, results_dir: str | Path, *,
+                     specs: Sequence[BehaviourMilestone] = BEHAVIOUR_MILESTONES,
+                     sustained: bool = False) -> pd.DataFrame:
+    """findings.behaviour_milestones of every panel of the present record tiers, with a `tier` column first; a panel
+    whose records carry no behaviour (format 1 / 2) or cannot be read gives no rows. Empty (columns tier, panel,
+    milestone) when there are none."""
+    from circuitdev.sources.ablate import with_ablation
+    from circuitdev.sources.records import PanelRecords
+
+    frames = []
+    for tier in tiers.present:
+        if tier.name == "published":
+            continue
+        for panel in tier.panels:
+            try:
+                read = PanelRecords.open(results_dir, panel).read(on_missing="skip")
+            except (CircuitdevError, OSError):
+                continue
+            boot = read.behaviour_boot()
+            found = behaviour_milestones(with_ablation(read.revision_table(), read), specs=specs,
+                                         sustained=sustained, boot=boot if len(boot) else None)
+            frames.append(found.assign(tier=tier.name))
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=["tier", "panel", "milestone"])
+    out = pd.concat(frames, ignore_index=True)
+    return out[["tier", *[c for c in out.columns if c != "tier"]]]

@@ -1,0 +1,153 @@
+"""How robust (issue 21): a claim's value across the grid of bars, one readable panel per model, the paper's bar
+marked (`robustness_curves`, the "How robust" block of every findings page), and all claims x bars at a glance
+(`robustness_map`, the robustness page). Both take `findings.robustness_table` (+ tier)."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import LogLocator
+
+from circuitdev.book.plots.axes import figure_title, placeholder, plain_log_ticks, tier_title
+
+# How each claim's value is drawn: axis label, scale, and a reference line (the statement's own bar), if any.
+_VALUE_AXES: dict[str, tuple[str, str, float | None]] = {
+    "F1.floor": ("first-token heads in layers 0/1 (most at any revision)", "symlog", None),
+    "F2.shapes": ("share of the rise in the largest jump", "linear", 0.5),
+    "F3.gap": ("gap: sink milestone / induction milestone (tokens, ×)", "log", 1.0),
+    "F3.milestones": ("first revision reaching it (tokens, B)", "log", None),
+    "F4.recall": ("first revision reaching the level (tokens, B)", "log", None),
+    "F5.lead": ("median PR lead (checkpoints)", "linear", 0.0),
+}
+_VARIED_WORDS = {"first_token": "first-token bar", "induction": "induction bar", "previous_token": "previous-token bar",
+                 "self": "self bar"}
+_LINE_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+_RULE_DASHES = ["", (4, 2), (1, 1.5), (5, 2, 1, 2)]
+_CENSOR_MARKERS = {"lower": "^", "upper": "v", "none": "D"}
+
+
+def _panels_of(table: pd.DataFrame) -> list[tuple[str, str]]:
+    keys = table[["tier", "panel"]].drop_duplicates() if "tier" in table.columns else \
+        table[["panel"]].drop_duplicates().assign(tier="")
+    return [(t, p) for t, p in zip(keys["tier"], keys["panel"])]
+
+
+def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] | None = None,
+                      ncols: int = 3) -> Figure:
+    """One claim across the grid of bars: one panel per (tier, model), the claim's value against the bar (log x),
+    one colour per moving bar (or item), one dash per rule (solid: the paper's); filled markers where the paper's
+    statement holds, hollow where it fails, triangles where the value is a bound (▲ at least, ▼ at most); the
+    paper's bar a dotted vertical line. `table`: findings.robustness_table(claims=[claim]) + tier; `rules`: the rule
+    variants to draw (default: the paper's and the first alternative)."""
+    g = table[table["claim"] == claim] if len(table) else table
+    if g.empty:
+        return placeholder(f"No tier has data that {claim} applies to.", title=f"How robust: {claim}")
+    if rules is None:
+        order = list(pd.unique(g.loc[g["paper_rule"], "rule"])) + list(pd.unique(g.loc[~g["paper_rule"], "rule"]))
+        rules = order[:2]
+    g = g[g["rule"].isin(rules)]
+    keys = _panels_of(g)
+    ncols = min(ncols, len(keys))
+    nrows = math.ceil(len(keys) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.3 * ncols, 3.3 * nrows + 0.9), squeeze=False,
+                             layout="constrained")
+    label, scale, ref = _VALUE_AXES.get(claim, ("value", "linear", None))
+    lines = list(dict.fromkeys(zip(g["item"], g["varied"])))
+    many_items = g["item"].nunique() > 1
+    colors = {k: _LINE_COLORS[i % len(_LINE_COLORS)] for i, k in enumerate(lines)}
+    dashes = {r: _RULE_DASHES[i % len(_RULE_DASHES)] for i, r in enumerate(rules)}
+    for ax, (tier, panel) in zip(axes.flat, keys):
+        here = g[(g["panel"] == panel) & ((g["tier"] == tier) if "tier" in g.columns else True)]
+        for (item, varied), gl in here.groupby(["item", "varied"], sort=False):
+            for rule, gr in gl.groupby("rule", sort=False):
+                gr = gr.sort_values("threshold")
+                c = colors[(item, varied)]
+                ax.plot(gr["threshold"], gr["value"], color=c, dashes=dashes[rule], lw=1.4, zorder=2)
+                for kind, gk in gr.groupby("bound", sort=False):
+                    m = _CENSOR_MARKERS.get(kind, "o")
+                    ax.scatter(gk["threshold"], gk["value"], marker=m, s=26 if m == "o" else 34, zorder=3,
+                               facecolors=np.where(gk["holds"], c, "white"), edgecolors=c, linewidths=1.1)
+            paper = gl["paper_threshold"].iloc[0]
+            ax.axvline(paper, color=colors[(item, varied)], lw=1, ls=":", zorder=1)
+        if ref is not None:
+            ax.axhline(ref, color="#555", lw=0.8, zorder=0)
+        ax.set_xscale("log")
+        plain_log_ticks(ax, "x")
+        if scale == "log" and (here["value"] > 0).any():
+            ax.set_yscale("log")
+            v = here["value"][here["value"] > 0]
+            if v.max() / v.min() < 30:  # less than 1.5 decades: label 1, 2, 5, 10 too
+                ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            plain_log_ticks(ax)
+        elif scale == "symlog":
+            ax.set_yscale("symlog", linthresh=1)
+            plain_log_ticks(ax)
+        ax.set_xlabel("bar (selectivity threshold, ×, log scale)")
+        ax.set_ylabel(label, fontsize=8)
+        ax.set_title(f"{panel} · {tier_title(tier)}" if tier else panel, fontsize=9)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    handles = [Line2D([], [], color=colors[k], lw=1.6, label=(f"{k[0]} ({_VARIED_WORDS.get(k[1], k[1])})"
+                                                               if many_items else _VARIED_WORDS.get(k[1], k[1])))
+               for k in lines]
+    handles += [Line2D([], [], color="#444", dashes=dashes[r], lw=1.4, label=r + (" (paper)" if i == 0 else ""))
+                for i, r in enumerate(rules)]
+    handles += [Line2D([], [], ls="", marker="o", color="#444", label="holds"),
+                Line2D([], [], ls="", marker="o", markerfacecolor="white", color="#444", label="fails"),
+                Line2D([], [], ls="", marker="^", color="#444", label="bound: at least"),
+                Line2D([], [], ls="", marker="v", color="#444", label="bound: at most"),
+                Line2D([], [], color="#444", ls=":", lw=1, label="paper's bar")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(5, len(handles)), fontsize=7.5, frameon=False)
+    figure_title(fig, f"How robust: {claim} across bars (filled: the paper's statement holds)")
+    return fig
+
+
+_STATES = ["fails", "fails (bound)", "holds (bound)", "holds"]
+_STATE_COLORS = ["#d6604d", "#f4a582", "#a6dba0", "#1b7837"]
+
+
+def robustness_map(table: pd.DataFrame, *, tier: str | None = None) -> Figure:
+    """All claims x bars at a glance under the paper's rule: one row per (claim, item, model, moving bar), one
+    column per bar; dark green holds, dark red fails, light shades where the value is a bound (censored); the paper's
+    bar outlined. `table`: findings.robustness_table (+ tier; `tier` picks one)."""
+    g = table[table["paper_rule"].astype(bool)] if len(table) else table
+    if tier is not None and len(g):
+        g = g[g["tier"] == tier]
+    if g.empty:
+        return placeholder("No claim applies to this tier's data.", title="Robustness map")
+    bars = sorted(pd.unique(g["threshold"]))
+    g = g.assign(row=g["claim"] + " · " + g["panel"] + " · " + g["item"].astype(str) + " · "
+                 + g["varied"].map(lambda v: _VARIED_WORDS.get(v, v)))
+    rows = list(pd.unique(g["row"]))
+    state = (2 * g["holds"].astype(int) + np.where(g["holds"], 1 - g["censored"].astype(int),
+                                                    g["censored"].astype(int))).to_numpy()
+    grid = np.full((len(rows), len(bars)), np.nan)
+    grid[[rows.index(r) for r in g["row"]], [bars.index(t) for t in g["threshold"]]] = state
+    fig, ax = plt.subplots(figsize=(11, 1.4 + 0.19 * len(rows)), layout="constrained")
+    ax.imshow(grid, aspect="auto", cmap=ListedColormap(_STATE_COLORS), vmin=-0.5, vmax=3.5, interpolation="nearest")
+    for r, paper in g.groupby("row", sort=False)["paper_threshold"].first().items():
+        if paper in bars:
+            ax.add_patch(Rectangle((bars.index(paper) - 0.5, rows.index(r) - 0.5), 1, 1, fill=False, lw=1.4,
+                                   edgecolor="black"))
+    ax.set_xticks(range(len(bars)), [f"{b:g}" for b in bars], fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.set_xticks(np.arange(len(bars) + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(len(rows) + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="white", lw=0.5)
+    ax.grid(which="major", visible=False)
+    ax.tick_params(which="minor", length=0)
+    ax.set_xlabel("bar (selectivity threshold, ×)")
+    fig.legend(handles=[Patch(color=c, label=s) for s, c in zip(_STATES, _STATE_COLORS)]
+               + [Patch(fill=False, edgecolor="black", label="paper's bar")],
+               loc="outside lower center", ncol=5, fontsize=8, frameon=False)
+    title = f"Where each claim holds · {tier_title(tier)}" if tier else "Where each claim holds"
+    figure_title(fig, title + " · claims × bars, the paper's rule")
+    return fig

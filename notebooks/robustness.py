@@ -1,0 +1,107 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Beyond the paper · How robust is each finding
+#
+# Every finding of the paper rests on a bar: a head counts as a sink at first-token selectivity ≥
+# {glue:text}`rob-paper-bos-threshold`, as an induction head at ≥ {glue:text}`rob-paper-induction-threshold`, and a
+# milestone is the first revision at which such a count crosses a line. The paper states each claim at one bar and
+# one rule. This page re-evaluates every threshold-dependent claim over one grid of bars,
+# {glue:text}`rob-grid` ({glue:text}`rob-n-bars` bars, `findings.ROBUSTNESS_THRESHOLDS`), and under every rule
+# variant the library has (per-class or best-class counting; a milestone's first hit or the revision from which it
+# holds for good), with the findings functions themselves (`findings.robustness_table`; `circuitdev reanalyse`
+# writes the same table for the authors' files as `robustness.csv`).
+#
+# For each claim, cell and bar the map below says whether the paper's statement **holds**, **fails**, or rests on a
+# **bound**: a milestone already reached at a model's first probed revision was reached at or before it, one never
+# reached lies after the last, and whatever is built from them (a gap, a recall entry) is then a bound, not a value.
+# The claims, what each row tests and what its value is:
+
+# %% tags=["remove-cell"]
+from circuitdev.analysis import findings
+from circuitdev.book import Source, chapter, plots
+
+# %% tags=["parameters", "remove-cell"]
+# tiers to show: published, toy, measured
+sources: list[Source] = ["published", "toy", "measured"]
+# the claims to evaluate (ids of findings.ROBUSTNESS_CLAIMS); empty: all of them
+claims: list[str] = []
+
+# %% tags=["remove-input"]
+ch = chapter("robustness", globals(), prefix="rob")
+chosen = claims or list(findings.ROBUSTNESS_CLAIMS)
+ch.table(findings.claims_frame(chosen), caption="The threshold-dependent claims and the statement each row tests.")
+ch.glue("grid", findings.ranges_text([(5.0, 100.0)]) + " in steps of 5×, then " +
+        ", ".join(f"{t:g}×" for t in findings.ROBUSTNESS_THRESHOLDS if t > 100))
+ch.glue("n-bars", len(findings.ROBUSTNESS_THRESHOLDS))
+table = ch.apply(findings.robustness_table, claims=chosen)
+for claim in chosen:
+    ch.how_robust(claim, table=table, figure=False)
+
+# %% [markdown]
+# ## The map
+#
+# {numref}`fig-rob-map-published` shows every claim of the authors' files at every bar, under the paper's rule: one
+# row per claim, model and moving bar. Dark green: the paper's statement holds; dark red: it fails; the light shades
+# mark bars where the value is a bound. The outlined cell is the paper's own bar. The toy and measured tiers follow
+# where the claims apply to them (the milestone and recall entries quote the published models' revisions and apply
+# only to those models).
+
+# %% tags=["remove-input", "full-width"]
+for tier in ch.tiers.present:
+    ch.figure(plots.robustness_map(table, tier=tier.name), name=f"fig-rob-map-{tier.name}", tiers=[tier.name],
+              caption=f"Where each claim holds in the {tier.name} tier, claims × bars, under the paper's rule (light: "
+                      "the value is a bound; outlined: the paper's bar).")
+
+# %% [markdown]
+# ## Claim by claim
+#
+# Where the paper's statement holds, as the set of bar ranges it really is, and what it hangs on at the paper's bar
+# (in the authors' files; the same sentences for the toy and measured tiers are glued under `-toy-` / `-measured-`
+# keys).
+#
+# **F1, the layer floor** (no first-token head in layers 0/1 at any revision) holds for
+# {glue:text}`rob-robust-f1-floor-pub-ranges`. It hangs on {glue:text}`rob-robust-f1-floor-pub-hangs-on`. Toy panel:
+# {glue:text}`rob-robust-f1-floor-toy-ranges`.
+#
+# **F2, the three shapes** (Pythia a ramp, OLMo a transition, OLMoE a ramp) hold for
+# {glue:text}`rob-robust-f2-shapes-pub-ranges`. What decides a shape: {glue:text}`rob-robust-f2-shapes-pub-hangs-on`.
+#
+# **F3, the gap** (the induction milestone strictly before the sink milestone) holds,
+# {glue:text}`rob-robust-f3-gap-pub-ranges`. It hangs on: {glue:text}`rob-robust-f3-gap-pub-hangs-on`. Toy panel:
+# {glue:text}`rob-robust-f3-gap-toy-ranges`.
+#
+# **F3, the milestone table** (each milestone first reached at the revision the paper gives):
+# {glue:text}`rob-robust-f3-milestones-pub-ranges`.
+#
+# **F4, the recall entries** (recall of the final circuit reaching 1/3, 2/3 and all of it at the revisions the
+# paper gives): {glue:text}`rob-robust-f4-recall-pub-ranges`. Each entry hangs on one circuit head:
+# {glue:text}`rob-robust-f4-recall-pub-hangs-on`.
+#
+# **F5, the PR lead** (the median lead of PR over formation positive; zero for previous-token heads, as the paper
+# says): {glue:text}`rob-robust-f5-lead-pub-ranges`. Toy panel: {glue:text}`rob-robust-f5-lead-toy-ranges`.
+
+# %% [markdown]
+# ## Rules: does the verdict at the paper's bar change with the rule?
+#
+# The same claims at the paper's own bar under every rule variant: a claim whose verdict flips from per-class to
+# best-class counting, or from a milestone's first hit to the revision from which it holds for good, rests on the
+# rule as much as on the data. Across the tiers, {glue:text}`rob-rule-flips` of the
+# {glue:text}`rob-rule-cells` claim cells evaluated under more than one rule change their verdict with the rule.
+
+# %% tags=["remove-input"]
+at_bar = table[table["threshold"] == table["paper_threshold"]] if len(table) else table
+verdicts = findings.rule_verdicts(at_bar)
+ch.glue("rule-flips", int(verdicts["flips"].sum()) if len(verdicts) else None)
+ch.glue("rule-cells", len(verdicts) if len(verdicts) else None)
+ch.table(verdicts, caption="Each claim at the paper's bar under every rule variant (holds / fails; * a bound).")
+ch.table(findings.claim_summary(table) if len(table) else table,
+         caption="Per claim, model and moving bar: bars where the paper's statement holds (under the paper's rule).")

@@ -1,0 +1,197 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Three measures of an attention sink
+#
+# **Why compare.** The paper calls a head a sink (a first-token or BOS head) when the query at the second A puts
+# {glue:text}`sink-bos-threshold` more attention on position 0 than on its baseline positions. That query always
+# has something to copy, so a head that parks on position 0 only when it has nothing to do — a "dormant" head —
+# is invisible to it. Every record of our own probe also holds two measures over *all* queries: the all-query
+# first-token score (the same ratio, averaged over every query from position {glue:text}`sink-allq-skip` on) and
+# the sink rate of Gu et al. (2025), the mean attention *mass* on position 0 over the same queries, a sink when
+# above ε = {glue:text}`sink-epsilon`. The authors' files hold the first measure only, so the comparison is made on
+# the toy and measured tiers; the published tier appears with its one measure.
+#
+# **What we compute** (`findings.sink_measures`): per head and revision which measures call it a sink
+# (`sink_flags`), how many heads each flags (`measure_counts`), whether they pick the same heads
+# (`measure_agreement`), at the same revision (`sink_onsets`), and in the same layers — F1's floor under each
+# measure (`floor_by_measure`, `lowest_layers`).
+
+# %% tags=["remove-cell"]
+import pandas as pd
+
+from circuitdev.analysis import findings
+from circuitdev.book import Source, chapter, plots
+
+# %% tags=["parameters", "remove-cell"]
+# tiers to show: published, toy, measured
+sources: list[Source] = ["published", "toy", "measured"]
+# second-A first-token selectivity that makes a sink (the paper: 30x)
+bos_threshold: float = 30.0  # in (0, inf)
+# all-query first-token selectivity that makes a sink (the paper's bar, by default)
+allq_threshold: float = 30.0  # in (0, inf)
+# Gu et al. (2025): a sink puts more than this share of its attention on position 0
+epsilon: float = 0.3  # in (0, 1)
+# the layers F1 says never hold a sink
+floor_layers: list[int] = [0, 1]  # in [0, inf)
+
+# %% tags=["remove-input"]
+ch = chapter("sink_measures", globals())
+ch.glue("bos-threshold", bos_threshold, "{:g}×")
+ch.glue("allq-threshold", allq_threshold, "{:g}×")
+ch.glue("epsilon", epsilon, "{:g}")
+configs = {p: c for t in ch.tiers.present for p, c in t.probe_configs.items()}
+ch.glue("allq-skip", min((c.get("allq_skip", 4) for c in configs.values()), default=ch.paper.allq_skip))
+flags = ch.apply(findings.sink_flags, bos_threshold=bos_threshold, allq_threshold=allq_threshold, epsilon=epsilon)
+records = flags[flags["tier"] != "published"] if len(flags) else flags
+names = {"second_a": "second-A", "all_query": "all-query", "gu": "Gu et al."}
+
+# %% [markdown]
+# ## How many heads each measure calls a sink
+#
+# {numref}`fig-sink-counts` counts the heads each measure flags at every revision. At the final revision the
+# second-A measure flags {glue:text}`sink-final-second-a`, the all-query score {glue:text}`sink-final-all-query`
+# and Gu et al.'s sink rate {glue:text}`sink-final-gu` (toy and measured panels).
+
+# %% tags=["remove-input"]
+counts = pd.concat([findings.measure_counts(g.drop(columns="tier")).assign(tier=tier)
+                    for tier, g in flags.groupby("tier", sort=False)], ignore_index=True) if len(flags) else \
+    pd.DataFrame(columns=["tier", "panel"])
+counts = counts[["tier", *[c for c in counts.columns if c != "tier"]]]
+last = counts.groupby(["tier", "panel"], sort=False).tail(1) if len(counts) else counts
+last_records = last[last["tier"] != "published"] if len(last) else last
+for m in findings.SINK_MEASURES:
+    ch.glue_list(f"final-{m.replace('_', '-')}", last_records, f"n_{m}", "{} heads",
+                 absent="n/a (no toy or measured records)")
+
+# %% tags=["remove-input", "full-width"]
+ch.figure(plots.sink_counts(counts), name="fig-sink-counts",
+          caption=f"Heads called a sink at each revision: second-A first-token selectivity ≥ {bos_threshold:g}× (the "
+                  f"paper's, blue), all-query first-token selectivity ≥ {allq_threshold:g}× (orange), Gu et al.'s "
+                  f"attention mass on position 0 > {epsilon:g} (green); one axis per model and tier (the published "
+                  "tier has the first only).")
+
+# %% [markdown]
+# ## Do they pick the same heads?
+#
+# Over every (revision, head) of a panel, the Jaccard overlap of the heads two measures flag, and the heads each
+# flags at some revision (the table below). Second-A against all-query:
+# {glue:text}`sink-jaccard-second-a-all-query`; second-A against Gu et al.: {glue:text}`sink-jaccard-second-a-gu`;
+# all-query against Gu et al.: {glue:text}`sink-jaccard-all-query-gu`. The three pick the same set of heads over
+# the run in {glue:text}`sink-same-heads` of the {glue:text}`sink-panels` panels with records.
+
+# %% tags=["remove-input"]
+agreement = pd.concat([findings.measure_agreement(g.drop(columns="tier")).assign(tier=tier)
+                       for tier, g in records.groupby("tier", sort=False)], ignore_index=True) if len(records) else \
+    pd.DataFrame(columns=["tier", *findings.AGREEMENT_COLUMNS])
+agreement = agreement[["tier", *findings.AGREEMENT_COLUMNS]]
+for a, b in (("second_a", "all_query"), ("second_a", "gu"), ("all_query", "gu")):
+    rows = agreement[(agreement["first"] == a) & (agreement["second"] == b)]
+    ch.glue_list(f"jaccard-{a.replace('_', '-')}-{b.replace('_', '-')}",
+                 rows.assign(text=[f"{j:.2f}" if pd.notna(j) else "none flagged" for j in rows["jaccard"]]), "text",
+                 absent="n/a (no toy or measured records)")
+same = agreement.groupby(["tier", "panel"])["same_heads"].all() if len(agreement) else pd.Series(dtype=bool)
+ch.glue("same-heads", int(same.sum()) if len(same) else None)
+ch.glue("panels", len(same) if len(same) else None)
+shown = agreement.assign(first=agreement["first"].map(names), second=agreement["second"].map(names))
+ch.table(shown, precision=2, caption="Agreement of two measures per panel, over every (revision, head): cells flagged "
+                                     "by both, by one only, Jaccard; the heads each flags at some revision, those "
+                                     "both flag, whether the sets are equal; the Jaccard overlap at the final "
+                                     "revision.")
+
+# %% [markdown]
+# ## At the same revision?
+#
+# For every head some measure flags, the first revision each measure does ({numref}`fig-sink-timeline`). Of the
+# {glue:text}`sink-onset-heads` heads more than one measure flags, {glue:text}`sink-onset-same` get their onset at
+# the same revision under every measure that flags them. Head by head: {glue:text}`sink-onset-list`.
+
+# %% tags=["remove-input"]
+onsets = pd.concat([findings.sink_onsets(g.drop(columns="tier")).assign(tier=tier)
+                    for tier, g in records.groupby("tier", sort=False)], ignore_index=True) if len(records) else \
+    pd.DataFrame(columns=["tier", "panel", "name"])
+onset_cols = [f"onset_{m}" for m in findings.SINK_MEASURES]
+if len(onsets):
+    n_flagging = onsets[onset_cols].notna().sum(axis=1)
+    multi = onsets[n_flagging > 1]
+    same_onset = multi[[len(set(r.dropna())) == 1 for _, r in multi[onset_cols].iterrows()]]
+    ch.glue("onset-heads", len(multi))
+    ch.glue("onset-same", len(same_onset))
+    ch.glue("onset-list", "; ".join(
+        f"{r['panel']} {r['name']}: " + ", ".join(f"{names[m]} {r[f'onset_{m}']}" if pd.notna(r[f"onset_{m}"])
+                                                  else f"{names[m]} never" for m in findings.SINK_MEASURES)
+        for _, r in onsets.iterrows()) or None, absent="none")
+else:
+    for key in ("onset-heads", "onset-same", "onset-list"):
+        ch.glue(key, None, absent="n/a (no toy or measured records)")
+
+# %% tags=["remove-input", "full-width"]
+ch.figure(plots.sink_timeline(records), name="fig-sink-timeline", tiers=["toy", "measured"],
+          caption="One row per head some measure calls a sink; a marker at every revision a measure does (blue "
+                  "circle: second-A selectivity; orange square: all-query selectivity; green triangle: Gu et al.'s "
+                  "mass). Toy and measured panels.")
+
+# %% tags=["remove-input"]
+if len(onsets):
+    ch.table(onsets[["tier", "panel", "name", *onset_cols]].rename(
+        columns={f"onset_{m}": f"onset ({names[m]})" for m in findings.SINK_MEASURES}),
+        caption="The first revision each measure calls the head a sink (empty: never).")
+
+# %% [markdown]
+# ## In the same layers? F1's floor under each measure
+#
+# F1 says layers {glue:text}`sink-floor-layers` never hold a sink. {numref}`fig-sink-floor` draws, per revision,
+# the lowest layer holding a head each measure flags. Under the second-A measure the floor
+# {glue:text}`sink-floor-second-a`; under the all-query score {glue:text}`sink-floor-all-query`; under Gu et al.'s
+# rate {glue:text}`sink-floor-gu`. In the published tier (second-A only): {glue:text}`sink-floor-pub`.
+
+# %% tags=["remove-input"]
+ch.glue("floor-layers", " and ".join(map(str, floor_layers)))
+floor = pd.concat([findings.floor_by_measure(g.drop(columns="tier"), layers=floor_layers).assign(tier=tier)
+                   for tier, g in flags.groupby("tier", sort=False)], ignore_index=True) if len(flags) else \
+    pd.DataFrame(columns=["tier", *findings.FLOOR_COLUMNS])
+floor = findings.floor_texts(floor[["tier", *findings.FLOOR_COLUMNS]])
+for m in findings.SINK_MEASURES:
+    rows = floor[(floor["measure"] == m) & (floor["tier"] != "published")]
+    ch.glue_list(f"floor-{m.replace('_', '-')}", rows, "text", sep="; ", absent="n/a (no toy or measured records)")
+ch.glue_list("floor-pub", floor[floor["measure"] == "second_a"], "text", tier="published", sep="; ")
+lowest = pd.concat([findings.lowest_layers(g.drop(columns="tier")).assign(tier=tier)
+                    for tier, g in flags.groupby("tier", sort=False)], ignore_index=True) if len(flags) else \
+    pd.DataFrame(columns=["tier", "panel"])
+
+# %% tags=["remove-input", "full-width"]
+ch.figure(plots.sink_floor(lowest, floor_layers=tuple(floor_layers)), name="fig-sink-floor",
+          caption=f"The lowest layer holding a head each measure calls a sink, per revision (no marker: none); the "
+                  f"shaded band is F1's floor (layers {', '.join(map(str, floor_layers))}); one axis per model and "
+                  "tier.")
+
+# %% tags=["remove-input"]
+ch.table(floor.drop(columns="text").assign(measure=floor["measure"].map(names)),
+         caption="F1's floor under each measure: heads it flags at some revision, the lowest layer among them, the "
+                 "floor-layer heads it flags and the first revision one is, whether the floor holds.")
+
+# %% [markdown]
+# ## Why they differ
+#
+# A ratio and a mass are different bars, and how different depends on the context length: with a mass m on
+# position 0 and the rest spread evenly over T − 1 positions, the selectivity is about m (T − 1) / (1 − m). So a
+# 30× selectivity means a mass of {glue:text}`sink-mass-paper` at the paper's T = 256 but
+# {glue:text}`sink-mass-toy` at the toy's T = {glue:text}`sink-toy-t`, close to Gu et al.'s ε: at the toy's length
+# the all-query ratio and the mass ask for nearly the same thing, and the two disagree mainly through the ratio's
+# baseline. The second-A measure sees one query per sequence, one that always has a match to copy; the other two
+# see every query, including those with nothing to do.
+
+# %% tags=["remove-input"]
+toy_t = sorted({int(c.get("seq_len", 0)) for p, c in (ch.tiers["toy"].probe_configs.items()
+                                                       if ch.tiers.get("toy") is not None else [])})
+ch.glue("mass-paper", findings.mass_for_selectivity(bos_threshold, ch.paper.seq_len), "{:.2f}")
+ch.glue("toy-t", ", ".join(map(str, toy_t)) or None, absent="n/a")
+ch.glue("mass-toy", findings.mass_for_selectivity(bos_threshold, toy_t[0]) if toy_t else None, "{:.2f}", absent="n/a")

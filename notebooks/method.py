@@ -51,7 +51,7 @@ for key, value in {"n": cfg.n, "T": cfg.seq_len, "q": cfg.seq_len - 1, "seed": c
 # the {glue:text}`method-n` sequences pass the authors' validity filter (B occurs once before the query).
 # {numref}`fig-method-batch` draws one of them.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 ch.figure(plots.batch_layout(int(batch.first_a[example]), cfg.seq_len, base), name="fig-method-batch",
           caption=f"Sequence {example} of the batch: the six class targets seen from the query (the second A, at "
                   f"position {cfg.seq_len - 1}), and the fixed baseline positions.",
@@ -102,7 +102,11 @@ ch.figure(plots.batch_layout(int(batch.first_a[example]), cfg.seq_len, base), na
 # model is then scored at the query (top-1 and top-5 accuracy of B, loss, mean logit of B). Three head sets are
 # compared: the induction circuit; a *matched random* set with the same layers and per-layer counts drawn from the
 # other heads of those layers (`circuitdev.measure.ablation.matched_random`); and every head of those layers (the upper
-# bound). The paper ablates at the final checkpoint only.
+# bound). The paper ablates at the final checkpoint only, with one matched random draw (seed 123). The model
+# appendices add, for models trained or probed here, several distinct matched random draws; a second control of as
+# many random heads from any layer outside the circuit, which exists even where the circuit fills its layers (a small
+# model) but is not neutral, since it can hold previous-token heads; and the same ablation at every revision of
+# training. Every top-1 is given with its 95% binomial (Wilson) interval for the batch the ablation scored.
 #
 # All of this is one configuration, hash {glue:text}`method-config-hash`; a record's sidecar stores the hash of the
 # configuration it was computed with, and every figure's provenance line names it.

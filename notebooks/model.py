@@ -13,8 +13,10 @@
 #
 # This appendix follows one model through training with the paper's instruments: the all-head six-class screen at
 # every revision, the circuit heads it finds at the final revision, their participation-ratio (PR) trajectories, and
-# a group ablation of the induction circuit with matched-random and upper-bound controls. The pipeline runs it once
-# per panel; run it yourself on any panel with `circuitdev notebook run model -p panel NAME` ({doc}`../rerun`).
+# a group ablation of the induction circuit against controls drawn for that circuit. For a model trained or probed
+# here it also ablates the final circuit at every revision (when does it become necessary?); for a published model
+# it shows the authors' second ablation task, greater-than. The pipeline runs it once per panel; run it yourself on
+# any panel with `circuitdev notebook run model -p panel NAME` ({doc}`../rerun`).
 
 # %% tags=["remove-cell"]
 import pandas as pd
@@ -22,6 +24,7 @@ import pandas as pd
 from circuitdev.analysis import findings, pr_lead
 from circuitdev.book import (TIER_LABELS, AblationMode, ModelPage, ModelSource, Rule, chapter, fmt_pct, fmt_tokens_b,
                              plots)
+from circuitdev.book import model_ablation as abl
 from circuitdev.schema import HEAD_CLASSES
 
 # %% tags=["parameters", "remove-cell"]
@@ -43,8 +46,8 @@ rule: Rule = "per-class"
 compute_missing: bool = False
 # ablate the final-revision induction circuit (loads the final checkpoint)
 ablation: bool = True
-# matched-random seeds (paper: 123; several give a spread)
-ablation_seeds: list[int] = [123]  # in [0, inf)
+# distinct random groups per control, seeds 123, 124, ... (the first is the paper's one draw)
+ablation_groups: int = 5  # in [1, 100]
 # zero (the paper's) or mean ablation
 ablation_mode: AblationMode = "zero"
 # sequences per forward pass (speed and memory only)
@@ -86,7 +89,7 @@ if tier.present:
 # counting rule {glue:text}`model-rule`). Reading across a row shows a layer acquiring a role; reading down a column
 # shows where in depth each role lives at that point of training.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 ch.glue("class-threshold", class_threshold, "{:g}×")
 ch.glue("rule", rule)
 if tier.present:
@@ -100,10 +103,9 @@ if tier.present:
 # %% [markdown]
 # ## Circuit heads at the final revision
 #
-# The induction circuit is every head with induction selectivity ≥ {glue:text}`model-ind-threshold`
-# ({glue:text}`model-n-induction` heads: {glue:text}`model-induction-heads`); the previous-token circuit adds the
-# best-class condition at ≥ {glue:text}`model-prev-threshold` ({glue:text}`model-n-prev` heads). At the final
-# revision {glue:text}`model-bos-pct` of all heads are first-token (sink) heads at ≥ {glue:text}`model-class-threshold`.
+# The induction circuit is every head with induction selectivity ≥ {glue:text}`model-ind-threshold`; the
+# previous-token circuit adds the best-class condition at ≥ {glue:text}`model-prev-threshold`.
+# {glue:text}`model-circuits`
 
 # %% tags=["remove-input"]
 ch.glue("ind-threshold", induction_threshold, "{:g}×")
@@ -113,13 +115,17 @@ prev = findings.final_circuit(dev, head_class="previous-token", threshold=prev_t
                               rule="best-class") if tier.present else pd.DataFrame(columns=["name"])
 bos = findings.bos_fraction(dev, threshold=class_threshold, rule=rule).iloc[-1] if tier.present else {}
 ch.glue("n-induction", len(ind) if tier.present else None)
-ch.glue("induction-heads", " ".join(ind["name"]) or "none" if tier.present else None)
 ch.glue("n-prev", len(prev) if tier.present else None)
-ch.glue("bos-pct", bos.get("bos_fraction"), fmt_pct)
+ch.glue("circuits", f"At {bos['revision']}, the final revision, the induction circuit holds {len(ind)} "
+                    f"head{'s' * (len(ind) != 1)} ({' '.join(ind['name']) or 'none'}) and the previous-token circuit "
+                    f"{len(prev)} head{'s' * (len(prev) != 1)}; {fmt_pct(bos['bos_fraction'])} of all heads are "
+                    f"first-token (sink) heads at ≥ {class_threshold:g}×." if tier.present else None,
+        absent="Without data there are no circuit heads to list (see the note at the top of the page).")
 if tier.present:
     ch.table(pd.concat([ind.assign(circuit=f"induction ≥{induction_threshold:g}×"),
                         prev.assign(circuit=f"previous-token ≥{prev_token_threshold:g}× (best class)")])[
-        ["circuit", "name", "layer", "head", "selectivity"]], caption=f"Circuit heads of {name} at {bos['revision']}.")
+        ["circuit", "name", "layer", "head", "selectivity"]], caption=f"Circuit heads of {name} at {bos['revision']}.",
+        formats={"selectivity": "{:,.0f}×"})
 
 # %% [markdown]
 # ## PR trajectories of the circuit heads
@@ -142,23 +148,87 @@ elif tier.present:
 # %% [markdown]
 # ## Group ablation at the final revision
 #
-# Zero-ablating the induction circuit at the output projection's input should break next-token prediction at the
-# query; ablating as many random heads of the same layers (matched random) should not, and ablating whole layers
-# gives an upper bound. Top-1 accuracy with the circuit ablated: {glue:text}`model-ablated-top1` (no ablation
-# {glue:text}`model-baseline-top1`; matched random {glue:text}`model-random-top1`).
+# Zeroing a head sets its slice of the attention output projection's input to 0 at every position; the model is
+# then scored at the query, where it should predict B. The circuit is *necessary* when zeroing it lowers top-1 more
+# than zeroing as many other heads does, so its controls must be drawn for it: a matched random set has the
+# circuit's layers and per-layer counts with heads from outside the circuit; whole layers give an upper bound.
+# Every top-1 below carries its 95% binomial (Wilson) interval for the batch the ablation scored.
+# {glue:text}`model-ablation-text`
 
-# %% tags=["remove-input"]
-ab, why = page.ablation(run=ablation, threshold=induction_threshold, seeds=ablation_seeds, mode=ablation_mode,
+# %% tags=["remove-input", "full-width"]
+ab, why = page.ablation(run=ablation, threshold=induction_threshold, groups=ablation_groups, mode=ablation_mode,
                         batch_size=batch_size, device=device)
-top1 = ab.groupby("condition")["acc_top1"].mean() if ab is not None else {}
-for key, condition in (("ablated-top1", "screen"), ("baseline-top1", "baseline"), ("random-top1", "matched_random")):
-    ch.glue(key, top1.get(condition), fmt_pct, absent="not run")
-if ab is None:
-    ch.note(f"No ablation on this page: {why}.", title="Ablation not run")
-else:
-    ch.figure(plots.ablation_bars(ab, title=f"{name}: group ablation at the final revision"), width="70%",
+claimed = ch.claimed("A.induction_circuit") if tier.name == "published" else pd.DataFrame(columns=["key", "paper"])
+paper_control = claimed.loc[claimed["key"] == f"{name}/ablate_matched_random/{len(ind)}", "paper"]
+ch.glue("ablation-text", None if ab is None else abl.ablation_text(
+    ab, prev_heads=list(prev["name"]), paper_control=paper_control.iloc[0] if len(paper_control) else None),
+    absent=f"This page shows no ablation: {why}.")
+if ab is not None:
+    ch.figure(plots.ablation_bars(ab, title=f"{name}: top-1 at the query with heads zeroed, final revision",
+                                  reported={"matched random set drawn for the circuit (the paper's number; not in "
+                                            "the authors' files)": paper_control.iloc[0]} if len(paper_control)
+                                  else None),
               name=f"fig-model-{name}-ablation",
-              caption=f"{name}: top-1 accuracy at the query with no ablation, with the induction circuit ablated, with "
-                      "matched-random heads of the same layers ablated, and with whole layers ablated (upper bound).")
-    ch.table(ab, caption=f"Ablation conditions of {name} ({'authors' if tier.name == 'published' else ablation_mode} "
-                         "ablation).")
+              caption=f"{name}: top-1 accuracy at the query (bars; error bars: 95% Wilson interval on the batch of "
+                      f"{int(ab['n'].iloc[0])} sequences; dots: random groups) with each head set zeroed. Red: the "
+                      "induction circuit; blue: controls drawn for it; purple and grey hatched: other head sets and "
+                      "the controls drawn for them; open diamond: a number the paper reports but the files do not "
+                      "hold; dashed: no ablation.")
+    ch.table(abl.ablation_summary(ab), caption=f"Ablation conditions of {name} "
+             f"({'the authors’ files' if tier.name == 'published' else ablation_mode + ' ablation'}): what was "
+             "zeroed, which head set a control was drawn for, and top-1 at the query.")
+
+# %% [markdown]
+# ## When the circuit becomes necessary
+#
+# The same zero ablation of the final circuit, repeated at every probed revision of training, with the circuit's
+# controls (`circuitdev ablate --over-training`, on the probe's own batch), against the revisions at which the
+# screen finds the circuit's heads. A revision counts as *necessary* when the 95% interval of the drop in top-1
+# (intact minus circuit zeroed; Newcombe's interval from the two Wilson intervals) lies above 0.
+# {glue:text}`model-necessity`
+
+# %% tags=["remove-input", "full-width"]
+over, why = page.over_training()
+recall = findings.circuit_recall(dev, threshold=induction_threshold) if over is not None else None
+nec = abl.necessity(over, recall) if over is not None else None
+ch.glue("necessity", None if nec is None else abl.necessity_text(nec, threshold=induction_threshold),
+        absent=f"This page shows no ablation over training: {why}.")
+if over is not None:
+    marks = {"circuit first necessary": nec["necessary"]["tokens_b"] if nec["necessary"] is not None else None,
+             **{f"screen finds {what} ≥ {induction_threshold:g}×": nec[key][1]["tokens_b"]
+                for key, what in (("first_head", "one of its heads"), ("whole", "all its heads"))
+                if nec[key] and nec[key][1] is not None}}
+    ch.figure(plots.ablation_over_training(over, title=f"{name}: top-1 at the query with the final circuit zeroed, "
+                                                       "over training", marks=marks),
+              name=f"fig-model-{name}-over-training",
+              caption=f"{name}: top-1 at the query at every revision, intact and with the final induction circuit "
+                      f"({over['n_circuit'].iloc[0]} heads) or its controls zeroed; bands: 95% Wilson intervals on "
+                      f"the batch of {over['n'].iloc[0]} sequences (for random groups, of their mean).")
+
+# %% [markdown]
+# ## The greater-than task
+#
+# The authors also ablated heads on a second task, greater-than: prompts of the form "The war lasted from the year
+# 1732 to the year 17", which a model should continue with a later year. They score the share of prompts whose
+# top-1 next token is a year above the start year, with each head set zeroed: the five heads their greater-than
+# screen ranks first, a matched random set drawn for those five, and the two head sets the file calls the induction
+# and the previous-token circuit. {glue:text}`model-gt-text`
+
+# %% tags=["remove-input", "full-width"]
+gt, why = page.greater_than()
+ch.glue("gt-text", None if gt is None else abl.greater_than_text(gt, name, heads_per_layer=int(dev["head"].max()) + 1),
+        absent=f"This page shows no greater-than ablation: {why}.")
+if gt is not None:
+    ch.figure(plots.ablation_bars(gt.assign(acc_top1=gt["top1_above"], acc_top1_lo=gt["top1_above_lo"],
+                                            acc_top1_hi=gt["top1_above_hi"], n=gt["n_examples"], note=""),
+                                  title=f"{name}: greater-than, share of prompts with a later year on top",
+                                  xlabel="top-1 is a year above the start year (% of prompts, 95% Wilson interval)"),
+              name=f"fig-model-{name}-greater-than",
+              caption=f"{name}: the authors' greater-than ablation, on the {int(gt['n_examples'].iloc[0])} prompts "
+                      "of their file (its n_examples); error bars: 95% Wilson interval. Colours as in the induction "
+                      "ablation above.")
+    ch.table(abl.greater_than_summary(gt),
+             caption=f"The authors' greater-than ablation of {name}: top-1 a later year with its 95% Wilson interval "
+                     f"on {int(gt['n_examples'].iloc[0])} prompts, the probabilities of a later and an earlier year "
+                     "and their logit difference; whose circuit a head set named after a circuit is, and how many of "
+                     "its heads the model lacks.")

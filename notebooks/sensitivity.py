@@ -40,14 +40,14 @@ shapes = ch.apply(findings.shape_sensitivity, rule=rule)
 # {numref}`fig-sensitivity-thresholds` shows, for each class, how many heads pass as the threshold moves; the red
 # dotted line is the paper's threshold.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 paper = ch.paper
 ch.figure(plots.threshold_sensitivity(sens, paper_thresholds={
     "first-token": paper.bos_threshold, "induction": paper.induction_threshold,
     "previous-token": paper.prev_token_threshold}), name="fig-sensitivity-thresholds",
     caption="Heads passing the threshold at each model's final revision, as a function of the threshold (log axis): "
-            "the BOS fraction (%) for first-token, head counts for the other classes; solid lines published, dashed "
-            "toy, dotted measured.")
+            "the share of heads that are sinks (%) for first-token, head counts for the other classes; solid lines "
+            "published, dashed toy, dotted measured.")
 
 # %% [markdown]
 # ## Does OLMo's transition survive other thresholds?

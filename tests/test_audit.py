@@ -286,6 +286,15 @@ def test_reanalyse_cli_on_the_fixture_writes_the_contract(published_fixture, tmp
     assert pd.read_csv(out / "audit.csv")["status"].tolist().count("match") == 4
     assert len(pd.read_csv(out / "audit_unverified.csv")) == 4
     assert not list(out.glob("*.tmp"))
+    # the authors' greater-than conditions with the Wilson interval of top-1 on the file's n_examples (500 here):
+    # 495 of 500 -> centre (p + z^2/2n) / (1 + z^2/n), half-width z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n)
+    gt = pd.read_csv(out / "greater_than.csv")
+    assert gt[["model", "label", "n_examples", "top1_above"]].values.tolist() == [["olmo-1b-0724", "baseline", 500,
+                                                                                   0.99]]
+    z, n, p = 1.959964, 500, 0.99
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (
+        1 + z * z / n)
+    assert gt[["top1_above_lo", "top1_above_hi"]].values.tolist()[0] == pytest.approx([centre - half, centre + half])
 
 
 def test_reanalyse_cli_reports_bad_input(tmp_path, capsys):
@@ -313,6 +322,15 @@ def test_reanalysis_of_the_published_data(tmp_path):
     assert audit.loc["F4.recall.pythia-1b@33", "status"] == "differs"
     assert audit.loc["F4.recall.olmo-1b-0724@33", "status"] == "differs"
     assert audit.loc["F4.recall.pythia-1b@100", "status"] == "match"
+    # greater-than: Pythia's top-5 heads take top-1 above from 99.6% to 31.0% of 500 prompts; the files'
+    # "induction circuit" is OLMoE's, three of whose heads Pythia (8 heads per layer) does not have
+    gt = pd.read_csv(tmp_path / "greater_than.csv").set_index(["model", "label"])
+    assert len(gt) == 15 and (gt["n_examples"] == 500).all()
+    top5 = gt.loc[("pythia-1b", "ablate_top5_gt_heads")]
+    assert (top5["top1_above"], round(top5["top1_above_lo"], 3), round(top5["top1_above_hi"], 3)) == (0.31, 0.271,
+                                                                                                      0.352)
+    assert gt.loc[("pythia-1b", "ablate_induction_circuit (4h)"), "heads_outside_model"] == 3
+    assert gt.loc[("pythia-1b", "ablate_matched_random_same_layers (5h)"), "drawn_for"] == "ablate_top5_gt_heads"
     gaps = tables["f3_gaps"].set_index("model")["token_ratio"]
     assert (round(gaps["olmo-1b-0724"], 1), round(gaps["olmoe-1b-7b-0924"])) == (11.5, 21)
     assert tables["f1_floor"]["holds"].all() and len(tables["f1_floor"]) == 30

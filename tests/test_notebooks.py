@@ -278,6 +278,47 @@ def test_published_tier_and_its_ablations():
     assert page.tier.name == "published" and page.ablation()[0] is not None
 
 
+@pytest.mark.skipif(not PUBLISHED.is_dir(), reason=f"published data not found at {PUBLISHED}")
+def test_authors_controls_are_never_shown_as_the_circuits():
+    """The authors' matched random and upper bound rows belong to the spectral top-K set (found from their heads),
+    each top-1 carries its Wilson interval on the file's 2000 sequences, and the greater-than ablation is read."""
+    from circuitdev.book.model_ablation import ablation_text
+
+    for model, k in (("pythia-1b", 6), ("olmo-1b-0724", 6), ("olmoe-1b-7b-0924", 45)):
+        page = ModelPage.open(model, published_dir=PUBLISHED, results_dir=Path("/nonexistent"))
+        ab, _ = page.ablation()
+        controls = ab[ab["condition"].isin(["matched_random", "upper_bound"])]
+        assert (controls["drawn_for"] == f"spectral top-{k} (highest PR integral)").all() and len(controls) == 2
+        assert ab["n"].eq(2000).all() and (ab["acc_top1_lo"] <= ab["acc_top1"]).all()
+        assert ab["label"].iloc[:2].tolist() == ["no ablation", "induction circuit (screen ≥ 50×)"]
+        text = ablation_text(ab, paper_control=4.4)
+        assert f"were drawn for the spectral top-{k}" in text and "not for the circuit" in text
+        gt, why = page.greater_than()
+        assert why == "" and gt["n_examples"].eq(500).all() and gt["top1_above_hi"].notna().all()
+        assert page.over_training()[0] is None and "final checkpoint only" in page.over_training()[1]
+
+
+def test_necessity_is_the_first_revision_whose_drop_interval_lies_above_zero():
+    import pandas as pd
+
+    from circuitdev.book.model_ablation import necessity, necessity_text
+
+    over = pd.DataFrame({"revision": ["s0", "s1", "s2", "s3"], "tokens_b": [0, 1e-3, 2e-3, 3e-3],
+                         "top1_drop": [0.0, 0.01, 0.2, 0.5], "top1_drop_lo": [-0.01, -0.002, 0.1, 0.4],
+                         "top1_drop_hi": [0.01, 0.03, 0.3, 0.6]})
+    recall = pd.DataFrame({"revision": ["s0", "s1", "s2", "s3"], "recall": [0.0, 0.5, 0.5, 1.0]})
+    nec = necessity(over, recall)
+    assert nec["necessary"]["revision"] == "s2" and nec["stays"]
+    assert nec["first_head"][0] == "s1" and nec["whole"][0] == "s3"
+    text = necessity_text(nec, threshold=50)
+    assert "becomes necessary at s2" in text and "stays necessary at every later revision" in text
+    assert "one of its heads at ≥ 50× at s1 (F4's recall); the circuit is not yet necessary there" in text
+    assert "all of its heads at ≥ 50× at s3 (F4's recall); the circuit is already necessary there" in text
+    never = necessity(over.assign(top1_drop_lo=-1.0), recall.assign(recall=0.0))
+    assert "never shown necessary" in necessity_text(never, threshold=50)
+    assert "The screen never finds one of its heads" in necessity_text(never, threshold=50)
+
+
 def test_formats_and_glue_records(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, raw=False, metadata=None: shown.append((obj, metadata)))

@@ -16,16 +16,87 @@ def test_model_page_figures_are_titled():
     counts = pd.concat([F.layer_counts(dev_table("x"), head_class=c).assign(head_class=c) for c in HEAD_CLASSES])
     assert_titled(plots.class_count_heatmaps(counts, title="t"))
     ab = pd.DataFrame({"condition": ["baseline", "screen", "matched_random", "matched_random", "upper_bound"],
+                       "label": ["no ablation", "circuit", "matched random set", "matched random set", "whole"],
+                       "drawn_for": ["", "", "circuit", "circuit", "circuit"], "n": 100,
                        "n_ablated": [0, 1, 1, 1, 4], "acc_top1": [0.5, 0.1, 0.45, 0.5, 0.0]})
     fig = plots.ablation_bars(ab, title="t")
     assert_titled(fig)
-    bars = [p.get_height() for p in fig.axes[0].patches]
+    bars = [p.get_width() for p in fig.axes[0].patches]
     assert sorted(np.round(bars, 4)) == sorted(np.round([50.0, 10.0, 47.5, 0.0], 4))  # matched random: mean
 
 
-def test_method_page_figure_is_titled():
-    assert_titled(plots.batch_layout(30, 64, [5, 9, 40]))
+def test_screen_heatmaps_are_laid_out_to_be_read():
+    """A long revision grid (the toy's 31) gets one class per row on one shared revision axis, not a strip; a short
+    one (the published models' 10) several per row."""
+    long = pd.concat([F.layer_counts(dev_table("x", revisions=31), head_class=c).assign(head_class=c)
+                      for c in HEAD_CLASSES])
+    fig = plots.class_count_heatmaps(long, title="t", heads_per_layer=4)
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    width, height = fig.get_size_inches()
+    assert len(panels) == 6 and len({round(ax.get_position().x0, 3) for ax in panels}) == 1 and height > 0.6 * width
+    short = pd.concat([F.layer_counts(dev_table("y", revisions=10, layers=16), head_class=c).assign(head_class=c)
+                       for c in HEAD_CLASSES])
+    fig = plots.class_count_heatmaps(short, title="t")
+    assert len({round(ax.get_position().x0, 3) for ax in fig.axes if ax.get_title()}) >= 2
+
+
+def test_ablation_bars_say_when_a_control_cannot_be_drawn_and_grey_out_other_sets():
+    ab = pd.DataFrame({"condition": ["baseline", "screen", "matched_random", "other", "matched_random"],
+                       "label": ["no ablation", "circuit", "matched random set", "top-6", "matched random set"],
+                       "drawn_for": ["", "", "circuit", "", "top-6"], "n": 2000, "n_ablated": [0, 3, 0, 6, 6],
+                       "acc_top1": [0.04, 0.0025, np.nan, 0.004, 0.0175],
+                       "note": ["", "", "not possible: layer(s) 1 hold no head outside the circuit", "", ""]})
+    fig = plots.ablation_bars(ab, title="t")
+    ax = fig.axes[0]
+    assert any(t.get_text().startswith("Not possible: layer(s) 1") for t in ax.texts)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "matched random set\ndrawn for the top-6 · 6 heads" in labels and "matched random set · none drawn" in labels
+    assert len(ax.patches) == 4  # no bar for the control that does not exist
+    fig = plots.ablation_bars(ab, title="t", reported={"the paper's control": 4.4})
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[2] == "the paper's control" and len(fig.axes[0].patches) == 4  # a marker after the circuit
+
+
+def test_ablation_over_training_draws_intact_ablated_and_controls():
+    over = pd.DataFrame({"revision": ["step0", "step1", "step2"], "tokens_b": [0.0, 1e-3, 2e-3],
+                         "baseline_top1": [0.0, 0.2, 0.6], "ablated_top1": [0.0, 0.0, 0.01],
+                         "ablated_top1_lo": [0.0, 0.0, 0.002], "ablated_top1_hi": [0.01, 0.01, 0.03],
+                         "random_top1": [np.nan] * 3, "random_any_top1": [0.0, 0.1, 0.4]})
+    fig = plots.ablation_over_training(over, title="t", marks={"necessary": 1e-3})
+    assert_titled(fig)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels[:2] == ["intact model", "final induction circuit zeroed"] and "necessary" in labels
+    assert not any("matched random" in lab for lab in labels)  # no such control: no line
+    assert_placeholder(plots.ablation_over_training(over.iloc[:0], title="t"), "ablation_over_training")
+
+
+def test_method_page_figure_is_titled_and_zooms_where_targets_crowd():
+    fig = plots.batch_layout(30, 64, [5, 9, 40])
+    assert_titled(fig)
+    zooms = [ax for ax in fig.axes if ax.get_title().startswith("Zoom")]
+    assert len(zooms) == 2 and zooms[1].get_xlim()[1] < 64 and zooms[0].get_xlim()[0] > 20
 
 
 def test_audit_figure_says_when_empty():
     assert_placeholder(plots.audit_status(EMPTY), "audit_status")
+
+
+def test_audit_figure_keeps_bookkeeping_apart_and_says_cannot_decide():
+    audit = pd.DataFrame({"finding": ["F1", "F2", "panel", "method", "F2"],
+                          "status": ["match", "differs", "differs", "match", "unverified"]})
+    ax = plots.audit_status(audit).axes[0]
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    assert names == ["F1", "F2", "method", "panel"]
+    assert "cannot decide" in ax.get_legend_handles_labels()[1]
+    assert {"findings", "bookkeeping"} <= {t.get_text() for t in ax.texts}
+
+
+def test_page_figures_title_metrics_in_words():
+    assert plots.metric_label("bos_fraction") == "share of heads that are sinks"
+    assert plots.metric_label("induction_3_heads") == "“≥ 3 heads with induction selectivity ≥ 50×” holds"
+    sens = pd.DataFrame({"head_class": ["first-token"] * 2 + ["induction"] * 2, "threshold": [10, 30] * 2,
+                         "fraction": [0.5, 0.4, np.nan, np.nan], "n": [8, 6, 3, 2], "panel": "p", "tier": "toy"})
+    fig = plots.threshold_sensitivity(sens)
+    assert [ax.get_title() for ax in fig.axes] == ["first-token heads at the final revision",
+                                                   "induction heads at the final revision"]
+    assert "sinks" in fig.axes[0].get_ylabel() and "_" not in fig.axes[0].get_ylabel()

@@ -17,7 +17,8 @@ The others carry the detail: developmental_table, f1_floor, f2_shape, f2_shape_s
 f4_recall_milestones, f5_trajectories, f5_lead, f5_lead_sensitivity, f5_features, f5_lead_null (per model, class
 and elevation rule: the circuit's median lead, the permutation null's mean and 95% range, the p-value, the base
 rate at the first revision), f5_base_rate (the share of all heads elevated at each revision), f6_noise_floor,
-sensitivity, audit_unverified (claims the data cannot decide, with the reason).
+sensitivity, audit_unverified (claims the data cannot decide, with the reason), greater_than (the authors'
+greater-than ablation conditions per model with the Wilson interval of top-1: `greater_than_table`).
 
     robustness.csv     claim, panel, item, varied, threshold, rule, value, holds, censored, bound, paper_threshold,
                        paper_rule: every threshold-dependent claim over findings.ROBUSTNESS_THRESHOLDS and the rule
@@ -150,6 +151,7 @@ def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.
     # --- issue 21: every threshold-dependent claim over the grid of bars and rules (robustness.csv)
     tables["robustness"] = F.robustness_table(data.table)
     # ---
+    tables["greater_than"] = greater_than_table(data)
     result = run_audit(data.table, claims=claims, published=data, nulls=nulls)
     tables["audit"] = result.table[AUDIT_COLUMNS]
     tables["audit_unverified"] = result.unverified[UNVERIFIED_COLUMNS + ["finding", "source"]]
@@ -157,6 +159,39 @@ def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.
         write_tables(tables, out_dir)
     tables["audit_detail"] = result.table
     return tables
+
+
+# ----------------------------------------------------------------------- the greater-than extension task (issue 23)
+GREATER_THAN_COLUMNS = ["model", "condition", "label", "drawn_for", "n_ablated", "heads", "heads_outside_model",
+                        "n_examples", "top1_above", "top1_above_lo", "top1_above_hi", "prob_above", "prob_below",
+                        "logit_diff_above_below"]
+
+
+def greater_than_table(data) -> pd.DataFrame:
+    """The authors' greater-than ablations (`ablation/*_gt_ablation.json`, one file per model) as one table: a row
+    per model and condition (GREATER_THAN_COLUMNS). top1_above (the share of the file's n_examples prompts whose
+    top-1 next token is a year above the start year) gets its 95% Wilson interval on n_examples (read from each
+    file). drawn_for: the head set a control row was drawn for (`published.authors_ablation`).
+    heads_outside_model: how many of the ablated heads the model does not have (a layer or head index beyond its
+    grid in the per-revision files): zeroing such a head changes nothing. `data`: `load_published(...)`."""
+    from circuitdev.analysis.uncertainty import binomial_intervals
+    from circuitdev.sources.published import PUBLISHED_PANELS, authors_ablation
+
+    grid = data.table.groupby("panel")[["layer", "head"]].max() + 1 if len(data.table) else pd.DataFrame()
+    parts = []
+    models = set(data.ablation["model"]) if len(data.ablation) else set()
+    for model in [m for m in PUBLISHED_PANELS if m in models]:
+        ab = authors_ablation(data.ablation, model, task="greater-than")
+        if ab.empty:
+            continue
+        layers, heads = (int(grid.loc[model, c]) if model in grid.index else None for c in ("layer", "head"))
+        outside = [None if layers is None else sum(int(l) >= layers or int(h) >= heads for l, h in
+                                                   (n.removeprefix("L").split("H") for n in str(names).split()))
+                   for names in ab["heads"]]
+        parts.append(binomial_intervals(ab, "top1_above", "n_examples").assign(model=model,
+                                                                               heads_outside_model=outside))
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=GREATER_THAN_COLUMNS)
+    return out.reindex(columns=GREATER_THAN_COLUMNS)
 
 
 def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | os.PathLike) -> list[Path]:

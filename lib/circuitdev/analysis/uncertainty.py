@@ -199,3 +199,37 @@ def index_interval(first: np.ndarray, point: int, *, never: int, level: float = 
     replicates that reach it at all."""
     lo, hi = percentiles(np.asarray(first, dtype=float)[:, None], np.array([float(point)]), level=level)
     return int(lo[0]), int(hi[0]), float(np.mean(np.asarray(first) < never))
+
+
+# ------------------------------------------------------------------------ binomial intervals (ablations, top-1)
+# A top-1 accuracy on a batch of n sequences is a proportion: where no per-sequence resamples exist (the ablations,
+# the authors' files) its 95% interval is the Wilson score interval, computed in ONE place,
+# `circuitdev.measure.behaviour.wilson_interval` (the ablation-over-training table stores it; measure is the earliest
+# stage, so `sources.ablate` and these helpers share it).
+
+
+def binomial_intervals(frame: pd.DataFrame, column: str, n, *, level: float = LEVEL) -> pd.DataFrame:
+    """`frame` with `<column>_lo` / `<column>_hi`: the Wilson interval of the proportion in `column` on a batch of
+    `n` sequences (a number, or the name of a column holding each row's batch size). The count of successes is
+    value * n (a mean over random groups gives a fractional count, which the Wilson formula takes as is). Rows
+    whose value or n is missing get NaN."""
+    from circuitdev.measure.behaviour import wilson_interval
+
+    sizes = frame[n] if isinstance(n, str) else pd.Series(n, index=frame.index)
+    p = pd.to_numeric(frame[column], errors="coerce").astype("float64").to_numpy()
+    size = pd.to_numeric(sizes, errors="coerce").astype("float64").to_numpy()
+    ok = np.isfinite(p) & np.isfinite(size) & (size > 0)
+    lo, hi = wilson_interval(np.where(ok, p * size, 0.0), np.where(ok, size, 1.0), level=level)
+    return frame.assign(**{f"{column}_lo": np.where(ok, lo, np.nan), f"{column}_hi": np.where(ok, hi, np.nan)})
+
+
+def difference_interval(p1, lo1, hi1, p2, lo2, hi2) -> tuple[np.ndarray, np.ndarray]:
+    """95% interval of the difference p1 - p2 of two proportions from their own (Wilson) intervals: Newcombe's
+    hybrid score interval (1998, method 10),
+        lo = d - sqrt((p1 - lo1)^2 + (hi2 - p2)^2),   hi = d + sqrt((hi1 - p1)^2 + (p2 - lo2)^2).
+    It treats the two as independent samples. For a drop in top-1 (intact minus ablated, the same sequences scored
+    twice) the two are positively correlated, which narrows the true spread of the difference: the interval is then
+    conservative (wider than a paired one would be), so "the drop's interval excludes 0" is a safe reading."""
+    p1, lo1, hi1, p2, lo2, hi2 = (np.asarray(v, dtype=float) for v in (p1, lo1, hi1, p2, lo2, hi2))
+    d = p1 - p2
+    return d - np.sqrt((p1 - lo1) ** 2 + (hi2 - p2) ** 2), d + np.sqrt((hi1 - p1) ** 2 + (p2 - lo2) ** 2)

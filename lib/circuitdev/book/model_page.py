@@ -3,10 +3,12 @@
     page = ModelPage.open("toy-pythia", published_dir=..., results_dir=...)   # records first, else the authors'
     ch.use_tier(page.tier)
     page.screen_settings()          # one sentence: T, baseline, the induction ceiling, the BOS setting
-    page.ablation(seeds=[123])      # (table, "") or (None, why): the authors' own, or computed on the final checkpoint
+    page.ablation(groups=5)         # (table, "") or (None, why): the authors' own, or computed on the final checkpoint
+    page.greater_than()             # (table, "") or (None, why): the authors' greater-than ablation (published tier)
+    page.over_training()            # (table, "") or (None, why): the ablation over training (toy / measured records)
 
 The panel is resolved once, here: a panel name or file (with the revisions `circuitdev refine` added in the
-results folder), or a published model's name.
+results folder), or a published model's name. The ablations are computed and read in `book.model_ablation`.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from typing import Literal, Sequence
 import pandas as pd
 
 from circuitdev.book.tiers import Tier, load_published_tier, load_tiers
+from circuitdev.book.model_ablation import final_ablation, greater_than, published_ablation
 from circuitdev.errors import CircuitdevError, ConfigError
-from circuitdev.schema import INDUCTION_THRESHOLD, MATCHED_RANDOM_SEED
+from circuitdev.schema import INDUCTION_THRESHOLD
 
 ModelSource = Literal["auto", "records", "published"]
 
@@ -112,25 +115,56 @@ class ModelPage:
                 f"all its attention on B scores at most {ceiling:.0f}× "
                 "(`circuitdev.measure.positions.induction_ceiling`)." + first_note)
 
-    def ablation(self, *, run: bool = True, threshold: float = INDUCTION_THRESHOLD,
-                 seeds: Sequence[int] = (MATCHED_RANDOM_SEED,), mode: str = "zero", batch_size: int = 8,
-                 device: str | None = None) -> tuple[pd.DataFrame | None, str]:
-        """The final-revision group ablation: the authors' own for the published tier, else computed on the final
-        checkpoint (`sources.run.ablate_final_circuit`) when `run`. Returns (table, "") or (None, why)."""
+    def ablation(self, *, run: bool = True, threshold: float = INDUCTION_THRESHOLD, groups: int = 5,
+                 mode: str = "zero", batch_size: int = 8, device: str | None = None
+                 ) -> tuple[pd.DataFrame | None, str]:
+        """The final-revision group ablation (ABLATION_TABLE_COLUMNS): the authors' own for the published tier,
+        else computed on the final checkpoint with the circuit's own controls (`final_ablation`) when `run`.
+        Returns (table, "") or (None, why)."""
         tier = self.tier
         if not tier.present:
             return None, "there are no data for this panel"
         if tier.name == "published":
-            from circuitdev.sources.published import authors_ablation
-
-            ab = authors_ablation(tier.published.ablation, self.name) if tier.published is not None else None
+            ab = published_ablation(tier.published, self.name) if tier.published is not None else None
             return (ab, "") if ab is not None and len(ab) else \
                 (None, "the published folder holds no induction ablation of this model")
         if not run:
             return None, "ablation=False was given"
         if self.panel is None:
             return None, f"the panel file of `{self.name}` is not available here"
-        from circuitdev.sources.run import ablate_final_circuit
+        return final_ablation(self.panel, tier.table, config=tier.probe_configs.get(self.name), threshold=threshold,
+                              groups=groups, mode=mode, batch_size=batch_size, device=device)
 
-        return ablate_final_circuit(self.panel, tier.table, config=tier.probe_configs.get(self.name),
-                                    threshold=threshold, seeds=seeds, mode=mode, batch_size=batch_size, device=device)
+    def greater_than(self) -> tuple[pd.DataFrame | None, str]:
+        """The authors' greater-than ablation of this model (`model_ablation.greater_than`), or (None, why)."""
+        tier = self.tier
+        if tier.name != "published" or tier.published is None:
+            return None, "the greater-than task is in the authors' files only, one per published model"
+        gt = greater_than(tier.published, self.name)
+        return (gt, "") if len(gt) else \
+            (None, f"the published folder holds no greater-than ablation of {self.name} (ablation/*_gt_ablation.json)")
+
+    def over_training(self) -> tuple[pd.DataFrame | None, str]:
+        """The final circuit's ablation at every revision (`store.load_revision_table`, toy / measured records), with
+        the intact top-1's Wilson interval (baseline_top1_lo / _hi) and the drop's (top1_drop_lo / _hi,
+        `uncertainty.difference_interval`); only revisions where it was computed. Or (None, why)."""
+        tier = self.tier
+        if tier.name == "published":
+            return None, "the authors' files hold none (the paper ablates the final checkpoint only)"
+        if not tier.present:
+            return None, "there are no records of this panel"
+        from circuitdev.analysis.uncertainty import binomial_intervals, difference_interval
+        from circuitdev.sources.store import load_revision_table
+
+        rev = load_revision_table(self.results_dir, self.panel if self.panel is not None else self.name)
+        rev = rev[rev["ablated_top1"].notna()].reset_index(drop=True) if "ablated_top1" in rev else rev.iloc[:0]
+        if rev.empty:
+            return None, (f"the results folder holds none for {self.name}; the ablate command above, run for this "
+                          "panel, adds it")
+        n = int((tier.probe_configs.get(self.name) or {}).get("n", 0)) or None
+        if n is None:
+            return None, "the records do not say their batch size, so no binomial interval can be given"
+        rev = binomial_intervals(rev, "baseline_top1", n).assign(n=n)
+        lo, hi = difference_interval(rev["baseline_top1"], rev["baseline_top1_lo"], rev["baseline_top1_hi"],
+                                     rev["ablated_top1"], rev["ablated_top1_lo"], rev["ablated_top1_hi"])
+        return rev.assign(top1_drop_lo=lo, top1_drop_hi=hi), ""

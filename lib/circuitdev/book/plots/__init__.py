@@ -11,8 +11,8 @@ on shared basics (`axes`: token axes, colours, placeholders, bands, tier columns
     sink_measures   sink_counts, sink_timeline, sink_floor
     sensitivity     threshold_sensitivity
     robustness      robustness_curves (a findings page's "How robust"), robustness_map (the robustness page)
-    refinement      refined_trajectory
-    model           class_count_heatmaps, ablation_bars (the one-model page)
+    refinement      refined_trajectory, metric_label
+    model           class_count_heatmaps, ablation_bars, ablation_over_training (the one-model page)
     method          batch_layout
     audit           audit_status
 
@@ -34,8 +34,8 @@ from circuitdev.book.plots.f5_pr_lead import (base_rate_lines, lead_vs_null, pr_
                                               topk_bars)
 from circuitdev.book.plots.f6_noise_floor import noise_floor
 from circuitdev.book.plots.method import batch_layout
-from circuitdev.book.plots.model import ablation_bars, class_count_heatmaps
-from circuitdev.book.plots.refinement import refined_trajectory
+from circuitdev.book.plots.model import ablation_bars, ablation_over_training, class_count_heatmaps
+from circuitdev.book.plots.refinement import metric_label, refined_trajectory
 from circuitdev.book.plots.robustness import robustness_curves, robustness_map
 from circuitdev.book.plots.sensitivity import PAPER_THRESHOLDS, threshold_sensitivity
 from circuitdev.book.plots.sink_measures import sink_counts, sink_floor, sink_timeline
@@ -46,8 +46,9 @@ __all__ = [
     "tier_title", "token_tick",
     # one figure per finding / page
     "bos_layer_heatmaps", "floor_margin", "bos_fraction_lines", "milestone_timeline", "behaviour_timeline", "recall_curves",
-    "pr_selectivity", "noise_floor", "threshold_sensitivity", "PAPER_THRESHOLDS", "refined_trajectory",
-    "class_count_heatmaps", "ablation_bars", "batch_layout", "audit_status", "robustness_curves", "robustness_map",
+    "pr_selectivity", "noise_floor", "threshold_sensitivity", "PAPER_THRESHOLDS", "refined_trajectory", "metric_label",
+    "class_count_heatmaps", "ablation_bars", "ablation_over_training", "batch_layout", "audit_status",
+    "robustness_curves", "robustness_map",
     # F5's control and the spectral top-K; the sink measures
     "lead_vs_null", "base_rate_lines", "pr_null_calibration", "topk_bars", "sink_counts", "sink_timeline",
     "sink_floor",

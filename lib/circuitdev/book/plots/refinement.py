@@ -8,6 +8,26 @@ from matplotlib.figure import Figure
 
 from circuitdev.book.plots.axes import TokenAxis, band, figure_title, placeholder, token_counts
 
+# The per-revision metrics of `findings.REVISION_METRICS` in a few words, for axis labels, titles and tables.
+_METRIC_WORDS = {"bos_fraction": "share of heads that are sinks", "induction_heads": "induction heads",
+                 "prev_token_heads": "previous-token heads", "sink_heads": "sink heads"}
+
+
+def metric_label(name: str, *, axis: bool = False) -> str:
+    """A per-revision metric's name in words: "bos_fraction" -> "share of heads that are sinks"; an F3 milestone
+    -> "“≥ 3 heads with induction selectivity ≥ 50×” holds". axis=True: the short form for a y axis ("... (%)" for
+    a share, "milestone holds" for a yes / no milestone)."""
+    from circuitdev.analysis import findings
+    from circuitdev.errors import ConfigError
+
+    if name in _METRIC_WORDS:
+        return _METRIC_WORDS[name] + (" (%)" if axis and name == "bos_fraction" else "")
+    try:
+        words = findings.milestone(name).describe()
+    except ConfigError:
+        return name.replace("_", " ")
+    return "milestone holds" if axis else f"“{words}” holds"
+
 
 def refined_trajectory(refined: pd.DataFrame, grid: pd.DataFrame, *, value: str, ylabel: str, title: str,
                        window: tuple[float, float] | None = None, refined_window: tuple[float, float] | None = None,
@@ -38,6 +58,8 @@ def refined_trajectory(refined: pd.DataFrame, grid: pd.DataFrame, *, value: str,
                 ax.axvspan(*axis.x([win[0] * 1e9, win[1] * 1e9]), color="#ff7f0e", alpha=shade, lw=0, zorder=0)
         axis.apply(ax)
         ax.set_ylabel(ylabel)
+        if set(pd.unique(refined[value].dropna())) <= {0, 1}:  # a yes / no quantity (a milestone): no 0.2 steps
+            ax.set_yticks([0, scale], ["no", "yes"])
         ax.set_title("all of training" if sel is None else "zoomed on the event (shaded: its window, before → "
                      "after)", fontsize=9)
     axes[0].legend(fontsize=7, loc="upper left")

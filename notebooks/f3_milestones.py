@@ -118,7 +118,7 @@ ch.glue_frame(held.rename(columns={"gap": "sustained", "start": "sustained_start
 # What the gap hangs on at the paper's bars: the more fragile of its two milestones, the one whose deciding head
 # is nearest its bar. In OLMo, {glue:text}`f3-robust-f3-gap-pub-olmo-hangs-on`. In OLMoE,
 # {glue:text}`f3-robust-f3-gap-pub-olmoe-hangs-on`. In Pythia, {glue:text}`f3-robust-f3-gap-pub-pythia-hangs-on`.
-# In the toy panel, for instance toy-pythia: {glue:text}`f3-robust-f3-gap-toy-toy-pythia-hangs-on`.
+# In the toy panel: {glue:text}`f3-robust-f3-gap-toy-hangs-on`.
 
 # %% tags=["remove-input", "full-width"]
 robust = ch.how_robust("F3.gap")

@@ -16,7 +16,7 @@
 # has something to copy, so a head that parks on position 0 only when it has nothing to do — a "dormant" head —
 # is invisible to it. Every record of our own probe also holds two measures over *all* queries: the all-query
 # first-token score (the same ratio, averaged over every query from position {glue:text}`sink-allq-skip` on) and
-# the sink rate of Gu et al. (2025), the mean attention *mass* on position 0 over the same queries, a sink when
+# the sink rate of {cite:t}`gu2025attention`, the mean attention *mass* on position 0 over the same queries, a sink when
 # above ε = {glue:text}`sink-epsilon`. The authors' files hold the first measure only, so the comparison is made on
 # the toy and measured tiers; the published tier appears with its one measure.
 #
@@ -38,7 +38,7 @@ sources: list[Source] = ["published", "toy", "measured"]
 bos_threshold: float = 30.0  # in (0, inf)
 # all-query first-token selectivity that makes a sink (the paper's bar, by default)
 allq_threshold: float = 30.0  # in (0, inf)
-# Gu et al. (2025): a sink puts more than this share of its attention on position 0
+# the sink rate's epsilon (Gu et al.'s): a sink puts more than this share of its attention on position 0
 epsilon: float = 0.3  # in (0, 1)
 # the layers F1 says never hold a sink
 floor_layers: list[int] = [0, 1]  # in [0, inf)

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SCREENSHOTS = REPO / "_build" / "screenshots"
 FINDING_NOTEBOOKS = ["f1_floor", "f2_shapes", "f3_milestones", "f4_convergence", "f5_pr_lead", "f6_noise_floor",
-                     "sensitivity", "robustness"]
+                     "sensitivity", "robustness", "spectral_topk", "sink_measures"]
 TINY_PROBE = {"n": 16, "n_pr": 16, "seq_len": 32, "vocab_range": [3, 120], "baseline_size": 10, "n_prefix": 0,
               "n_nulls": 4}
 PAGE = "book/_generated/{}.html"

@@ -57,6 +57,19 @@ def test_ablation_bars_say_when_a_control_cannot_be_drawn_and_grey_out_other_set
     assert labels[2] == "the paper's control" and len(fig.axes[0].patches) == 4  # a marker after the circuit
 
 
+def test_ablation_bars_take_the_workshops_bare_table():
+    """Session 4 draws its own table (condition, n_ablated, top-1, one row per matched-random seed): no label or
+    drawn_for columns; its bars are labelled by condition and the seeds drawn as one bar (their mean)."""
+    ab = pd.DataFrame({"condition": ["baseline", "screen", "matched_random", "matched_random", "upper_bound"],
+                       "n_ablated": [0, 2, 2, 2, 4], "seed": [None, None, 123, 1, None],
+                       "acc_top1": [0.9, 0.2, 0.8, 0.7, 0.0]})
+    fig = plots.ablation_bars(ab, title="t")
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["baseline · nothing zeroed", "screen · 2 heads", "matched random · 2 heads",
+                      "upper bound · 4 heads"]
+    assert sorted(np.round([p.get_width() for p in fig.axes[0].patches], 4)) == [0.0, 20.0, 75.0, 90.0]
+
+
 def test_ablation_over_training_draws_intact_ablated_and_controls():
     over = pd.DataFrame({"revision": ["step0", "step1", "step2"], "tokens_b": [0.0, 1e-3, 2e-3],
                          "baseline_top1": [0.0, 0.2, 0.6], "ablated_top1": [0.0, 0.0, 0.01],

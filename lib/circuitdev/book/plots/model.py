@@ -86,11 +86,12 @@ def ablation_bars(ab: pd.DataFrame, *, title: str, metric: str = "acc_top1",
     could not be drawn as a sentence where its bar would be. The circuit is red, its own controls blue, other head
     sets purple and the controls drawn for them grey: never the circuit's colour. A dashed line marks no ablation.
     `ab`: book.model_ablation.ABLATION_TABLE_COLUMNS (condition, label, drawn_for, n_ablated, <metric>[, _lo, _hi],
-    note). `reported`: {label: top-1 in %} values that are not in the data (the paper's number for a control the
+    note); a bare table of condition, n_ablated and <metric> (the workshop's) is labelled by its conditions. `reported`: {label: top-1 in %} values that are not in the data (the paper's number for a control the
     files lack), drawn as open diamonds on their own rows right after the circuit."""
     if ab.empty:
         return placeholder("No ablation results.", title=title)
-    ab = ab.assign(drawn_for=ab["drawn_for"].fillna("") if "drawn_for" in ab else "",
+    ab = ab.assign(label=ab["label"] if "label" in ab else ab["condition"].str.replace("_", " "),  # a bare table
+                   drawn_for=ab["drawn_for"].fillna("") if "drawn_for" in ab else "",
                    note=ab["note"].fillna("") if "note" in ab else "")
     circuit = ab.loc[ab["condition"] == "screen", "label"].iloc[0] if (ab["condition"] == "screen").any() else None
     rows = list(ab.groupby(["condition", "label", "drawn_for"], sort=False, dropna=False))

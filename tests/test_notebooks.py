@@ -378,3 +378,21 @@ def test_tables_show_whole_numbers_as_integers_and_keep_every_column_format(monk
     display.show_table(df, "t", formats={"share": "{:.0%}"})
     cells = re.findall(r'class="data row\d col\d" >([^<]*)<', shown[0].to_html())
     assert cells == ["1.235", "600", "50%", "—", "2.500", "1,000", "25%", "3"]
+
+
+def test_tables_say_tokens_bars_and_booleans_in_words(monkeypatch):
+    """Token counts in billions read "3.05T" / "1.53M" (not "3,048.000" / "0.002"), bars read "1000×" / "2.5×",
+    booleans yes / no, inline code in a text cell is code (not literal backticks), and headers are words."""
+    import pandas as pd
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
+    df = pd.DataFrame({"tokens_b": [3048.0, 0.00153], "paper_threshold": [1000.0, 2.5], "holds": [True, False],
+                       "reason": ["run `circuitdev toy train` first", None], "rise_pp": [1.0, 2.5]})
+    display.show_table(df, "t")
+    html_text = shown[0].to_html()
+    cells = re.findall(r'class="data row\d col\d" >(.*?)</td>', html_text)
+    assert cells == ["3.05T", "1000×", "yes", "run <code>circuitdev toy train</code> first", "1.000",
+                     "1.53M", "2.5×", "no", "—", "2.500"]
+    headers = re.findall(r'class="col_heading level0 col\d" >([^<]*)<', html_text)
+    assert headers == ["tokens", "paper threshold", "holds", "reason", "rise pp"]

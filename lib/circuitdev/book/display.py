@@ -147,27 +147,77 @@ def _integral_columns(df: pd.DataFrame) -> list[str]:
     return out
 
 
+def _header(column: Any) -> str:
+    """A column's name as a reader sees it: `tokens_b` -> "tokens", `first_tokens_b` -> "first tokens",
+    `rise_pp` -> "rise pp" (snake_case in words; the frame keeps its names)."""
+    text = str(column)
+    text = re.sub(r"(^|_)tokens_b$", r"\1tokens", text)
+    return text.replace("_", " ")
+
+
+def _default_formats(df: pd.DataFrame) -> dict[str, Callable[[Any], str]]:
+    """Formats a column gets from its name or type unless the caller gives one: token counts in billions as
+    "6.29B" / "1.53M", bars ("threshold") as "30×", booleans as yes / no."""
+    out: dict[str, Callable[[Any], str]] = {}
+    for col in df.columns:
+        name, values = str(col), df[col]
+        present = values.dropna()
+        if name == "tokens_b" or name.endswith("_tokens_b"):
+            if pd.api.types.is_numeric_dtype(values):
+                out[col] = lambda v: "—" if is_missing(v) else fmt_tokens_b(v)
+        elif (name == "threshold" or name.endswith("_threshold")) and pd.api.types.is_numeric_dtype(values) \
+                and not pd.api.types.is_bool_dtype(values):
+            out[col] = lambda v: "—" if is_missing(v) else f"{float(v):g}×"
+        elif len(present) and all(isinstance(v, (bool,)) or type(v).__name__ == "bool_" for v in present):
+            out[col] = lambda v: "—" if is_missing(v) else ("yes" if v else "no")
+    return out
+
+
+def _is_text(values: pd.Series) -> bool:
+    return values.dtype == object or pd.api.types.is_string_dtype(values)
+
+
+def _cell_markdown(value: Any) -> Any:
+    """Inline code in a text cell (`circuitdev toy train`) as code, not as literal backticks."""
+    if isinstance(value, str) and "`" in value:
+        return re.sub(r"`([^`]+)`", lambda m: f"<code>{html.escape(m.group(1))}</code>", value)
+    return value
+
+
 def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index: bool = False,
                formats: dict[str, str | Callable[[Any], str]] | None = None) -> None:
     """A table with a caption; floats with `precision` decimals unless `formats` gives a column its own format
-    ("{:.1%}", a callable, ...); float columns holding whole numbers only (steps, counts, thresholds) as integers.
-    Missing values show as "—". Wide tables scroll sideways in the book (book/_static/circuitdev.css)."""
+    ("{:.1%}", a callable, ...); float columns holding whole numbers only (steps, counts) as integers; token counts
+    (`tokens_b`, `*_tokens_b`) as "6.29B", bars (`threshold`, `*_threshold`) as "30×", booleans as yes / no, inline
+    code in text cells as code; headers in words (`rise_pp` -> "rise pp"). Missing values show as "—". Short cells
+    keep to one line and long text cells wrap; wide tables scroll sideways (book/_static/circuitdev.css)."""
     from IPython.display import display
 
+    text = [c for c in df.columns if _is_text(df[c])]
+    if text:
+        df = df.copy()
+        for c in text:
+            df[c] = df[c].map(_cell_markdown)
     styler = df.style.format(precision=precision, thousands=",", na_rep="—")
-    own = {k: v for k, v in (formats or {}).items() if k in df.columns}
+    own = {k: v for k, v in {**_default_formats(df), **(formats or {})}.items() if k in df.columns}
     if own:  # subset: without it Styler.format resets every other column to its default precision
         styler = styler.format(own, na_rep="—", subset=list(own))
     whole = [c for c in _integral_columns(df) if c not in own]
     if whole:
         styler = styler.format({c: "{:,.0f}" for c in whole}, na_rep="—", subset=whole)
+    styler = styler.format_index(_header, axis=1)
     if not index:
         styler = styler.hide(axis="index")
     if caption:
-        styler = styler.set_caption(caption)
-    # long text cells (claims, reasons) wrap instead of pushing the table out of the page
+        styler = styler.set_caption(_cell_markdown(caption))
+    long_text = [c for c in text if df[c].astype(str).str.len().max() > 40]
+    short = [c for c in df.columns if c not in long_text]
+    if short:  # "pythia-1b", "30×", "L1H0" never break inside
+        styler = styler.set_properties(subset=short, **{"white-space": "nowrap"})
+    if long_text:  # claims, reasons, ranges: wrap, but never squeezed to a word a line
+        styler = styler.set_properties(subset=long_text, **{"min-width": "16em"})
     styler = styler.set_table_styles([
-        {"selector": "td", "props": "max-width: 24em; white-space: normal; overflow-wrap: break-word; "
+        {"selector": "td", "props": "max-width: 28em; white-space: normal; overflow-wrap: break-word; "
                                     "text-align: left; padding: 2px 8px; vertical-align: top"},
         {"selector": "th", "props": "white-space: nowrap; text-align: left; padding: 2px 8px"},
         {"selector": "caption", "props": "caption-side: top; text-align: left; font-style: italic"}])

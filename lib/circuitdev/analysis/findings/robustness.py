@@ -345,8 +345,9 @@ def ranges_text(ranges: Sequence[tuple[float, float]], grid: Sequence[float] = R
 
 
 def claim_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (tier, when the rows carry one, claim, panel, item, varied) under the paper's rule: bars swept, held, the
-    ranges (as text), whether it holds at the paper's bar and its value there, and how many values are bounds."""
+    """Per (tier, when the rows carry one, claim, panel, item, varied) under the paper's rule: whether it holds at the
+    paper's bar and its value there, the ranges (as text), bars held and swept, and how many values are bounds (the
+    claim's keys first, the moving bar and the tier last)."""
     keys = [c for c in ("tier", "claim", "panel", "item", "varied") if c in table.columns]
     paper = table[table["paper_rule"].astype(bool)]
     rows = []
@@ -359,8 +360,9 @@ def claim_summary(table: pd.DataFrame) -> pd.DataFrame:
                      "holds_at_paper": bool(at["holds"].iloc[0]) if len(at) else None,
                      "value_at_paper": float(at["value"].iloc[0]) if len(at) else np.nan,
                      "censored": int(g["censored"].sum())})
-    return pd.DataFrame(rows, columns=[*keys, "bars", "held", "ranges", "paper_threshold", "holds_at_paper",
-                                       "value_at_paper", "censored"])
+    front = [k for k in keys if k not in ("tier", "varied")]  # what a reader scans for first, then the verdict
+    return pd.DataFrame(rows, columns=[*front, "holds_at_paper", "value_at_paper", "ranges", "held", "bars",
+                                       "censored", "varied", "paper_threshold", *(["tier"] if "tier" in keys else [])])
 
 
 def rule_verdicts(table: pd.DataFrame) -> pd.DataFrame:
@@ -376,7 +378,9 @@ def rule_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     flips = said.groupby(keys, sort=False)["holds"].nunique() > 1
     several = said.groupby(keys, sort=False)["rule"].nunique() > 1
     out = wide.assign(flips=flips.reindex(wide.index)).loc[several.reindex(wide.index).to_numpy()]
-    return out.reset_index().rename_axis(columns=None)
+    out = out.reset_index().rename_axis(columns=None)
+    front = [k for k in keys if k in ("claim", "panel", "item")]  # the claim, then its verdicts, then the bar
+    return out[[*front, *wide.columns, "flips", *[k for k in keys if k not in front]]]
 
 
 def claims_frame(claims: Sequence[str] | None = None) -> pd.DataFrame:

@@ -9,8 +9,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from circuitdev.book.plots.axes import TokenAxis, figure_title, placeholder, tier_title, token_counts
-from circuitdev.book.plots.f5_pr_lead import _grid, _keys
+from circuitdev.book.plots.axes import figure_title, placeholder, tier_title
+from circuitdev.book.plots.panel_grid import figure_legend, panel_grid, panel_keys, panel_rows
 
 MEASURE_STYLES = {"second_a": ("#1f77b4", "o", "second-A selectivity ≥ bar (paper)"),
                   "all_query": ("#ff7f0e", "s", "all-query selectivity ≥ bar"),
@@ -18,26 +18,15 @@ MEASURE_STYLES = {"second_a": ("#1f77b4", "o", "second-A selectivity ≥ bar (pa
 LINE_STYLES = {"second_a": ("-", 7), "all_query": ("--", 5.5), "gu": (":", 4.5)}  # overlapping lines stay visible
 
 
-def _legend(fig: Figure, axes) -> None:
-    """One legend for the figure, below its panels (per-axis legends would cover the data)."""
-    seen: dict[str, object] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(label, handle)
-    if seen:
-        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=len(seen), fontsize=8)
-
-
 def sink_counts(counts: pd.DataFrame) -> Figure:
     """Heads each measure flags at every revision, one axis per model. `counts`: findings.measure_counts + tier
     (n_second_a, n_all_query, n_gu; a measure a tier lacks is left out)."""
     if counts.empty:
         return placeholder("No developmental table in any tier.", title="Sink heads under three measures")
-    keys = _keys(counts)
-    fig, blocks = _grid(len(keys), height=3.0)
+    keys = panel_keys(counts)
+    fig, blocks = panel_grid(len(keys), height=3.0)
     for (ax,), (tier, panel) in zip(blocks, keys):
-        g = counts[(counts["tier"] == tier) & (counts["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
-        axis = TokenAxis.of(g["tokens"])
+        g, axis = panel_rows(counts, tier, panel)
         for m, (color, marker, label) in MEASURE_STYLES.items():
             col = f"n_{m}"
             if col in g.columns and g[col].notna().any():
@@ -48,7 +37,7 @@ def sink_counts(counts: pd.DataFrame) -> Figure:
         ax.set_ylabel("sink heads")
         axis.apply(ax)
         ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
-    _legend(fig, [b[0] for b in blocks])
+    figure_legend(fig, [b[0] for b in blocks])
     figure_title(fig, "How many heads each measure calls a sink, over training")
     return fig
 
@@ -67,12 +56,11 @@ def sink_timeline(flags: pd.DataFrame, *, max_heads: int = 12) -> Figure:
     if rows.empty or not rows["_any"].any():
         return placeholder("No head is a sink under any measure in the toy or measured tiers (the published tier "
                            "holds one measure only).", title="Which heads, when, under each measure")
-    keys = _keys(rows[rows["_any"]])
+    keys = panel_keys(rows[rows["_any"]])
     most = rows[rows["_any"]].groupby(["tier", "panel"])["name"].nunique().max()
-    fig, blocks = _grid(len(keys), height=1.6 + 0.45 * min(int(most), max_heads))  # as tall as its rows need
+    fig, blocks = panel_grid(len(keys), height=1.6 + 0.45 * min(int(most), max_heads))  # as tall as its rows need
     for (ax,), (tier, panel) in zip(blocks, keys):
-        g = rows[(rows["tier"] == tier) & (rows["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
-        axis = TokenAxis.of(g["tokens"])
+        g, axis = panel_rows(rows, tier, panel)
         names = list(g[g["_any"]].sort_values(["layer", "head"])["name"].drop_duplicates())[:max_heads]
         for y, name in enumerate(names):
             gh = g[g["name"] == name]
@@ -85,7 +73,7 @@ def sink_timeline(flags: pd.DataFrame, *, max_heads: int = 12) -> Figure:
         ax.set_ylim(len(names) - 0.4, -0.6)
         axis.apply(ax)
         ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
-    _legend(fig, [b[0] for b in blocks])
+    figure_legend(fig, [b[0] for b in blocks])
     figure_title(fig, "Which heads each measure calls a sink, and from when (one row per head)")
     return fig
 
@@ -95,11 +83,10 @@ def sink_floor(lowest: pd.DataFrame, *, floor_layers: tuple[int, ...] = (0, 1)) 
     none flagged), the floor layers shaded. `lowest`: findings.lowest_layers + tier."""
     if lowest.empty:
         return placeholder("No developmental table in any tier.", title="F1's floor under each measure")
-    keys = _keys(lowest)
-    fig, blocks = _grid(len(keys), height=3.0)
+    keys = panel_keys(lowest)
+    fig, blocks = panel_grid(len(keys), height=3.0)
     for (ax,), (tier, panel) in zip(blocks, keys):
-        g = lowest[(lowest["tier"] == tier) & (lowest["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
-        axis = TokenAxis.of(g["tokens"])
+        g, axis = panel_rows(lowest, tier, panel)
         ax.axhspan(min(floor_layers) - 0.5, max(floor_layers) + 0.5, color="#d62728", alpha=0.12, lw=0,
                    label=f"floor (layers {', '.join(map(str, floor_layers))})")
         for k, (m, gm) in enumerate(g.groupby("measure", sort=False)):
@@ -113,6 +100,6 @@ def sink_floor(lowest: pd.DataFrame, *, floor_layers: tuple[int, ...] = (0, 1)) 
         ax.set_ylabel("lowest sink layer")
         axis.apply(ax)
         ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
-    _legend(fig, [b[0] for b in blocks])
+    figure_legend(fig, [b[0] for b in blocks])
     figure_title(fig, "F1's floor under each measure: the lowest layer with a sink head, per revision")
     return fig

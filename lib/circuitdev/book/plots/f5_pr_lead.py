@@ -12,7 +12,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, MaxNLocator
 
 from circuitdev.book.plots.axes import figure_title, placeholder, plain_log_ticks, tier_title, token_tick
-from circuitdev.book.plots.panel_grid import figure_legend, panel_grid, panel_keys, panel_rows
+from circuitdev.book.plots.panel_grid import (figure_legend, finish_panel, panel_axes, panel_grid, panel_keys,
+                                              panel_rows)
 from circuitdev.schema import INDUCTION_THRESHOLD
 
 RULE_STYLES = {"fraction-of-peak": ("#1f77b4", "-"), "peak-to-date": ("#d62728", "--"),
@@ -115,18 +116,15 @@ def base_rate_lines(base: pd.DataFrame) -> Figure:
     `base`: findings.elevation_base_rate (one or more rules) + tier."""
     if base.empty:
         return placeholder("No PR trajectory in any tier: no base rate.", title="How many heads are 'elevated'")
-    keys = panel_keys(base)
-    fig, blocks = panel_grid(len(keys), height=2.9)
-    for (ax,), (tier, panel) in zip(blocks, keys):
-        g, axis = panel_rows(base, tier, panel)
+    fig, cells = panel_axes(base, height=2.9)
+    for ax, tier, panel, g, axis in cells:
         for (rule, level), gr in g.groupby(["rule", "level"], sort=False):
             color, ls = RULE_STYLES.get(rule, ("#7f7f7f", "-"))
             ax.plot(axis.x(gr["tokens"]), 100 * gr["share_elevated"], ls=ls, color=color, marker="o", ms=3,
                     label=f"{rule} {level:g}")
         ax.set_ylim(-3, 103)
         ax.set_ylabel("heads elevated (%)")
-        axis.apply(ax)
-        ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
+        finish_panel(ax, axis, tier, panel)
         ax.legend(fontsize=7, loc="best")
     figure_title(fig, "The base rate: the share of all heads each rule calls elevated, per revision")
     return fig
@@ -141,10 +139,8 @@ def pr_null_calibration(calibrated: pd.DataFrame, heads: pd.DataFrame | None = N
     if calibrated.empty:
         return placeholder("No null PR stored for any panel: run `circuitdev null-pr --panel NAME` (the book's "
                            "build does so for the toy panels).", title="PR against its random-token null")
-    keys = panel_keys(calibrated)
-    fig, blocks = panel_grid(len(keys), height=3.3)
-    for (ax,), (tier, panel) in zip(blocks, keys):
-        g, axis = panel_rows(calibrated, tier, panel)
+    fig, cells = panel_axes(calibrated, height=3.3)
+    for ax, tier, panel, g, axis in cells:
         chosen = heads[heads["panel"] == panel] if heads is not None else None
         names = list(pd.unique(g.merge(chosen[["layer", "head"]], on=["layer", "head"])["name"])) \
             if chosen is not None and len(chosen) else list(pd.unique(g["name"]))
@@ -167,7 +163,7 @@ def pr_null_calibration(calibrated: pd.DataFrame, heads: pd.DataFrame | None = N
         left, right = ax.get_xlim()  # room for the head labels at the right end
         ax.set_xlim(left, right * (right / left) ** 0.1 if axis.scale == "log" else right + 0.08 * (right - left))
         ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
-    figure_legend(fig, [b[0] for b in blocks], ncol=3)
+    figure_legend(fig, [c[0] for c in cells], ncol=3)
     figure_title(fig, "Circuit heads' PR against their PR on random tokens (bands: min–max over the null draws)")
     return fig
 

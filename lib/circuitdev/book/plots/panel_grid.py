@@ -1,8 +1,8 @@
 """One axis per (tier, panel), at most COLUMNS per row: the layout of the F5, F6 and sink-measures figures.
 
-Which helper to use: `panel_keys` for the (tier, panel) pairs of a figure's table, in order; `panel_grid` for the
-figure and its blocks of axes; `panel_rows` for one block's rows with their token counts and token axis;
-`figure_legend` for one legend below the panels (per-axis legends would cover the data).
+Which helper to use: `panel_axes` for a figure of one token axis per (tier, panel) of a table, with each axis's rows
+(`panel_rows`), and `finish_panel` to label each; `panel_keys` and `panel_grid` where a block holds more than one
+axis; `figure_legend` for one legend below the panels (per-axis legends would cover the data).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from circuitdev.book.plots.axes import TokenAxis, token_counts
+from circuitdev.book.plots.axes import TokenAxis, tier_title, token_counts
 
 COLUMNS = 2  # panels per row: wider grids shrink below legibility at the page's width (~9 in)
 
@@ -39,6 +39,20 @@ def panel_rows(df: pd.DataFrame, tier: str, panel: str) -> tuple[pd.DataFrame, T
     """The rows of one (tier, panel) with their training tokens (`tokens`), and the token axis they span."""
     g = df[(df["tier"] == tier) & (df["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
     return g, TokenAxis.of(g["tokens"])
+
+
+def panel_axes(df: pd.DataFrame, *, height: float, keys: list[tuple[str, str]] | None = None):
+    """A figure of one axis per (tier, panel) of `df` (`keys`: those pairs instead, in this order), `height` inches
+    each: (figure, [(axis, tier, panel, its rows with `tokens`, their TokenAxis), ...])."""
+    keys = panel_keys(df) if keys is None else keys
+    fig, blocks = panel_grid(len(keys), height=height)
+    return fig, [(ax, tier, panel, *panel_rows(df, tier, panel)) for (ax,), (tier, panel) in zip(blocks, keys)]
+
+
+def finish_panel(ax, axis: TokenAxis, tier: str, panel: str) -> None:
+    """The token axis drawn and the panel named: "<panel> · <tier title>"."""
+    axis.apply(ax)
+    ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
 
 
 def figure_legend(fig: Figure, axes, *, ncol: int | None = None) -> None:

@@ -184,7 +184,7 @@ def test_pick_log_spaced_is_independent_of_a_geometric_grid():
 
 def test_log_spaced_hub_panel(monkeypatch, tmp_path):
     branches = ["main"] + [f"step{s}" for s in (0, 1, 2, 4, 8, 100, 1000, 5000, 10000)]
-    monkeypatch.setattr("circuitdev.sources.panels.list_hub_branches", lambda model: branches)
+    monkeypatch.setattr("circuitdev.sources.hub_revisions.list_hub_branches", lambda model: branches)
     raw = _base(revisions={"log_spaced": 4}, tokens_per_step=10)
     p = parse_panel(raw)
     assert [r.name for r in p.revisions] == ["step0", "step8", "step1000", "step10000"]  # log targets 0, 3.07, 6.14, 9.21
@@ -198,7 +198,7 @@ def test_log_spaced_offline_is_a_clear_error(monkeypatch):
     def offline(model):
         raise ModelUnavailableError(f"cannot list the revisions of {model} ...")
 
-    monkeypatch.setattr("circuitdev.sources.panels.list_hub_branches", offline)
+    monkeypatch.setattr("circuitdev.sources.hub_revisions.list_hub_branches", offline)
     with pytest.raises(ModelUnavailableError, match="org/model"):
         parse_panel(_base(revisions={"log_spaced": 3}, tokens_per_step=1))
     with pytest.raises(ConfigError, match="needs a hub model"):

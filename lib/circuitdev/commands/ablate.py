@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from circuitdev.commands.probe import add_panel_argument, add_results_argument
+from circuitdev.commands.probe import add_job_arguments, add_panel_argument, add_results_argument, panel_and_results
 
 EPILOG = """\
 examples:
@@ -39,10 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--threshold", type=float, default=None, metavar="X",
                    help="induction selectivity of the circuit (default: the records' induction_threshold)")
     add_results_argument(p)
-    p.add_argument("--batch-size", type=int, metavar="B", help="sequences per forward pass (speed only)")
-    p.add_argument("--device", metavar="D", help="auto (default), cpu, cuda, cuda:1, mps")
-    p.add_argument("--force", action="store_true", help="recompute every row (--over-training)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_job_arguments(p, force="recompute every row (--over-training)")
     p.set_defaults(func=run)
 
 
@@ -50,11 +47,8 @@ def run(args) -> int:
     import pandas as pd
 
     from circuitdev.errors import ConfigError
-    from circuitdev.paths import results_dir as default_results_dir
-    from circuitdev.sources.panels import load_panel
 
-    out = args.out or default_results_dir()
-    panel = load_panel(args.panel, results_dir=out)  # with the revisions `circuitdev refine` added
+    panel, out = panel_and_results(args)
     if args.random_groups is not None and args.random_groups < 1:
         raise ConfigError(f"--random-groups must be >= 1, got {args.random_groups}")
     if args.over_training:

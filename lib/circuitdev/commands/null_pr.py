@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from circuitdev.commands.probe import add_panel_argument, add_results_argument
+from circuitdev.commands.probe import add_job_arguments, add_panel_argument, add_results_argument, panel_and_results
 
 EPILOG = """\
 examples:
@@ -35,20 +35,14 @@ def register(subparsers) -> None:
                    help="random sequences per batch (default: the records' n_pr)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of draw 0 (default {DEFAULT_SEED})")
     p.add_argument("--revision", action="append", default=None, metavar="R", help="only this revision (repeatable)")
-    p.add_argument("--batch-size", type=int, metavar="B", help="sequences per forward pass (speed only)")
-    p.add_argument("--device", metavar="D", help="auto (default), cpu, cuda, cuda:1, mps")
-    p.add_argument("--force", action="store_true", help="recompute every revision")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_job_arguments(p, force="recompute every revision")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from circuitdev.paths import results_dir as default_results_dir
     from circuitdev.sources.null_pr import null_pr_over_training
-    from circuitdev.sources.panels import load_panel
 
-    out = args.out or default_results_dir()
-    panel = load_panel(args.panel, results_dir=out)  # with the revisions `circuitdev refine` added
+    panel, out = panel_and_results(args)
     run_ = null_pr_over_training(panel, results_dir=out, n_draws=args.draws, n=args.n, seed=args.seed,
                                  revisions=args.revision, batch_size=args.batch_size, device=args.device,
                                  force=args.force, progress=not args.no_progress, log=print)

@@ -63,6 +63,25 @@ def add_results_argument(p) -> None:
                    help="results folder holding <panel>/<revision>.parquet (default: data/results of the repository)")
 
 
+def add_job_arguments(p, *, force: str) -> None:
+    """The last options of a job over a panel's records (`ablate`, `null-pr`): forward-pass size, device, --force
+    (`force`: its help, what it recomputes) and --no-progress."""
+    p.add_argument("--batch-size", type=int, metavar="B", help="sequences per forward pass (speed only)")
+    p.add_argument("--device", metavar="D", help="auto (default), cpu, cuda, cuda:1, mps")
+    p.add_argument("--force", action="store_true", help=force)
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def panel_and_results(args):
+    """(the --panel, with the revisions `circuitdev refine` added to the results folder; that folder: --out, default
+    data/results) -- what a command that reads or writes a panel's records starts from."""
+    from circuitdev.paths import results_dir as default_results_dir
+    from circuitdev.sources.panels import load_panel
+
+    out = args.out or default_results_dir()
+    return load_panel(args.panel, results_dir=out), out
+
+
 def parse_sets(items: list[str]) -> dict:
     from circuitdev.errors import ConfigError
 
@@ -99,12 +118,9 @@ def read_probe_config(text: str | None) -> dict:
 
 
 def run(args) -> int:
-    from circuitdev.sources.panels import load_panel
-    from circuitdev.paths import results_dir as default_results_dir
     from circuitdev.sources.run import probe_panel
 
-    out = args.out or default_results_dir()
-    panel = load_panel(args.panel, results_dir=out)  # with the revisions `circuitdev refine` added
+    panel, out = panel_and_results(args)
     fields = read_probe_config(args.probe_config)
     fields.update(parse_sets(args.set))
     explicit = {"n": args.n, "seq_len": args.seq_len, "vocab_range": args.vocab_range, "batch_size": args.batch_size,

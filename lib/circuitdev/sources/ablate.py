@@ -28,8 +28,6 @@ give the spread over the groups. `store.load_revision_table` merges the rows tha
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,14 +36,15 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from circuitdev.atomic import remove_temp_files, write_atomic
 from circuitdev.errors import DataError
 from circuitdev.measure.classify import heads_of, is_class
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.paths import results_dir as default_results_dir
+from circuitdev.sources.panel_table import (PanelTablePaths, panel_table_paths, read_panel_table,
+                                            record_identity, records_config, remove_interrupted_writes,
+                                            write_panel_table)
 from circuitdev.sources.panels import Panel
 from circuitdev.sources.records import PanelRecords, RecordSet
-from circuitdev.sources.store import parquet_bytes, read_parquet
 
 FORMAT = "circuitdev.ablation_over_training/1"
 STEM = "ablation_over_training"
@@ -84,15 +83,11 @@ ABLATION_COLUMNS: dict[str, str] = {
 _INT_COLUMNS = ("n_circuit", *(f"n_{p}{end}" for p in CONTROLS for end in ("", "_heads")))
 
 
-@dataclass(frozen=True)
-class AblationPaths:
-    parquet: Path
-    sidecar: Path
+AblationPaths = PanelTablePaths  # the table and its sidecar (sources.panel_table)
 
 
 def ablation_paths(results_dir: str | os.PathLike, panel: str) -> AblationPaths:
-    folder = Path(results_dir) / panel
-    return AblationPaths(folder / f"{STEM}.parquet", folder / f"{STEM}.json")
+    return panel_table_paths(results_dir, panel, STEM)
 
 
 def labels(spec: dict[int, list[int]]) -> list[str]:
@@ -107,25 +102,11 @@ def final_circuit(table: pd.DataFrame, threshold: float) -> tuple[str, dict[int,
     return str(final), heads_of(at, is_class(at, "induction", threshold))
 
 
-def record_identity(meta: dict | None) -> dict | None:
-    """What a row measured: the record's per-head parquet (its sha256) and the weights' identity."""
-    return None if not meta else {"record": meta["parquet"]["sha256"], "weights": meta.get("weights")}
-
-
 def read_ablation_over_training(results_dir: str | os.PathLike | None, panel: str
                                 ) -> tuple[pd.DataFrame, dict] | None:
     """The stored table and its sidecar, or None when absent or not vouched for (a crash mid-write, an edit)."""
     paths = ablation_paths(results_dir if results_dir is not None else default_results_dir(), panel)
-    try:
-        meta = json.loads(paths.sidecar.read_text())
-        data = paths.parquet.read_bytes()
-    except (OSError, ValueError):
-        return None
-    info = meta.get("parquet") if isinstance(meta, dict) else None
-    if meta.get("format") != FORMAT or meta.get("panel") != panel or not isinstance(info, dict) \
-            or hashlib.sha256(data).hexdigest() != info.get("sha256"):
-        return None
-    return read_parquet(paths.parquet), meta
+    return read_panel_table(paths, fmt=FORMAT, panel=panel)
 
 
 def with_ablation(revisions: pd.DataFrame, read: RecordSet) -> pd.DataFrame:
@@ -178,8 +159,7 @@ def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None 
     say = log or (lambda msg: None)
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     read = PanelRecords(root, panel.name, panel).read(on_missing="raise")
-    cfg = ProbeConfig.from_dict(read.config)
-    cfg = cfg.replace(**{k: v for k, v in {"batch_size": batch_size, "device": device}.items() if v is not None})
+    cfg = records_config(read.config, batch_size=batch_size, device=device)
     threshold = float(cfg.induction_threshold if threshold is None else threshold)
     batch = batch_for(cfg)
     final, spec = final_circuit(read.table, threshold)
@@ -211,8 +191,7 @@ def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None 
     kept = tuple(rev for rev in read.sidecars if rev in rows)
     paths = ablation_paths(root, panel.name)
     todo = [rev for rev in read.sidecars if rev not in rows]
-    for name in (paths.parquet.name, paths.sidecar.name):
-        remove_temp_files(paths.parquet.parent, name)
+    remove_interrupted_writes(paths)
     table, meta = _write(paths, header, rows, identities, list(read.sidecars)) if not todo else (None, None)
     for rev in tqdm(todo, desc=f"ablate {panel.name}", unit="revision", disable=not progress):
         rows[rev] = _evaluate_revision(panel, rev, batch, cfg, spec, controls)
@@ -272,12 +251,6 @@ def _write(paths: AblationPaths, header: dict, rows: dict[str, dict], identities
     for col in ABLATION_COLUMNS:
         if col != "revision":
             table[col] = table[col].astype("int64" if col in _INT_COLUMNS else "float64")
-    data = parquet_bytes(table)
-    paths.sidecar.unlink(missing_ok=True)  # the old sidecar never vouches for the new table
-    write_atomic(paths.parquet, data)
     meta = {**header, "complete": all(r in rows for r in order),
-            "revisions": {r: identities[r] for r in order if r in rows},
-            "parquet": {"file": paths.parquet.name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                        "rows": len(table), "columns": list(table.columns)}}
-    write_atomic(paths.sidecar, json.dumps(meta, indent=2) + "\n")
-    return table, meta
+            "revisions": {r: identities[r] for r in order if r in rows}}
+    return table, write_panel_table(paths, table, meta)

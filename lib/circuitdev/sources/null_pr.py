@@ -17,8 +17,6 @@ changed (other weights, a re-probe) or the settings did. `read_null_pr` returns 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +25,14 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from circuitdev.atomic import remove_temp_files, write_atomic
 from circuitdev.errors import ConfigError
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.paths import results_dir as default_results_dir
-from circuitdev.sources.ablate import record_identity
+from circuitdev.sources.panel_table import (PanelTablePaths, panel_table_paths, read_panel_table,
+                                            record_identity, records_config, remove_interrupted_writes,
+                                            write_panel_table)
 from circuitdev.sources.panels import Panel
 from circuitdev.sources.records import PanelRecords
-from circuitdev.sources.store import parquet_bytes, read_parquet
 
 FORMAT = "circuitdev.null_pr/1"
 STEM = "null_pr"
@@ -49,31 +47,21 @@ NULL_PR_COLUMNS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class NullPrPaths:
-    parquet: Path
-    sidecar: Path
+NullPrPaths = PanelTablePaths  # the table and its sidecar (sources.panel_table)
 
 
 def null_pr_paths(results_dir: str | os.PathLike, panel: str) -> NullPrPaths:
-    folder = Path(results_dir) / panel
-    return NullPrPaths(folder / f"{STEM}.parquet", folder / f"{STEM}.json")
+    return panel_table_paths(results_dir, panel, STEM)
 
 
 def read_null_pr(results_dir: str | os.PathLike | None, panel: str) -> tuple[pd.DataFrame, dict] | None:
     """The stored table (NULL_PR_COLUMNS plus `panel` and `tokens_b` first) and its sidecar, or None when absent
     or not vouched for (a crash mid-write, an edit, another format)."""
     paths = null_pr_paths(results_dir if results_dir is not None else default_results_dir(), panel)
-    try:
-        meta = json.loads(paths.sidecar.read_text())
-        data = paths.parquet.read_bytes()
-    except (OSError, ValueError):
+    found = read_panel_table(paths, fmt=FORMAT, panel=panel)
+    if found is None:
         return None
-    info = meta.get("parquet") if isinstance(meta, dict) else None
-    if not isinstance(info, dict) or meta.get("format") != FORMAT or meta.get("panel") != panel \
-            or hashlib.sha256(data).hexdigest() != info.get("sha256"):
-        return None
-    table = read_parquet(paths.parquet)
+    table, meta = found
     tokens = {rev: t / 1e9 for rev, t in (meta.get("tokens") or {}).items()}
     table.insert(0, "panel", panel)
     table.insert(2, "tokens_b", table["revision"].map(tokens).astype("float64"))
@@ -119,8 +107,7 @@ def null_pr_over_training(panel: Panel, *, results_dir: str | os.PathLike | None
     say = log or (lambda msg: None)
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     read = PanelRecords(root, panel.name, panel).read(on_missing="skip")
-    cfg = ProbeConfig.from_dict(read.config)
-    cfg = cfg.replace(**{k: v for k, v in {"batch_size": batch_size, "device": device}.items() if v is not None})
+    cfg = records_config(read.config, batch_size=batch_size, device=device)
     n = int(cfg.n_pr if n is None else n)
     if n < 1:
         raise ConfigError(f"n (random sequences per draw) must be >= 1, got {n}")
@@ -139,8 +126,7 @@ def null_pr_over_training(panel: Panel, *, results_dir: str | os.PathLike | None
             if rev in identities and stored[1]["revisions"].get(rev) == identities[rev]:
                 rows[rev] = g[list(NULL_PR_COLUMNS)].reset_index(drop=True)
     paths = null_pr_paths(root, panel.name)
-    for name in (paths.parquet.name, paths.sidecar.name):
-        remove_temp_files(paths.parquet.parent, name)
+    remove_interrupted_writes(paths)
     kept = tuple(r for r in order if r in rows)
     todo = [r for r in order if r not in rows]
     table, meta = _write(paths, header, rows, identities, tokens, list(read.sidecars))
@@ -180,14 +166,7 @@ def _write(paths: NullPrPaths, header: dict, rows: dict[str, pd.DataFrame], iden
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         {c: pd.Series(dtype="object" if c == "revision" else "float64" if c == "null_pr" else "int64")
          for c in NULL_PR_COLUMNS})
-    data = parquet_bytes(table)
-    paths.parquet.parent.mkdir(parents=True, exist_ok=True)
-    paths.sidecar.unlink(missing_ok=True)  # the old sidecar never vouches for the new table
-    write_atomic(paths.parquet, data)
     done = [r for r in order if r in rows]
     meta = {**header, "complete": len(done) == len(order), "revisions": {r: identities[r] for r in done},
-            "tokens": {r: tokens[r] for r in done},
-            "parquet": {"file": paths.parquet.name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                        "rows": len(table), "columns": list(table.columns)}}
-    write_atomic(paths.sidecar, json.dumps(meta, indent=2) + "\n")
-    return table, meta
+            "tokens": {r: tokens[r] for r in done}}
+    return table, write_panel_table(paths, table, meta)

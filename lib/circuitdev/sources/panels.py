@@ -20,20 +20,15 @@ A panel file is YAML (the contract other modules rely on)::
 `model` is a local folder when it starts with `/`, `./`, `../` or `~`, when it names an existing folder (relative to
 the panel file), or when it cannot be a hub id (more than one `/`). Otherwise it is a hub id.
 
-Instead of a list, a hub panel may ask for "N log-spaced revisions of those the hub lists"::
-
-    revisions: {log_spaced: 10}          # optional: min_step, max_step, pattern (regex with a (?P<step>) group)
-
-which is resolved with `huggingface_hub.list_repo_refs` when the panel is loaded (online only). Tokens come from a
-`tokensNB` label in the branch name, else from `tokens_per_step`. Use `circuitdev panels FILE --freeze OUT` once
-online to write the resolved list, so later runs (and Snakemake) work offline.
+Instead of a list, a hub panel may ask for "N log-spaced revisions of those the hub lists"
+(`revisions: {log_spaced: 10}`), resolved online when the panel is loaded (`sources.hub_revisions`); `circuitdev
+panels FILE --freeze OUT` writes the resolved list once, so later runs (and Snakemake) work offline.
 
 Which loader to use: `load_panel(NAME_OR_FILE)` for one panel, `list_panels()` for the shipped ones.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -42,9 +37,12 @@ from typing import Any, Literal
 
 import yaml
 
-from circuitdev.errors import ConfigError, ModelUnavailableError
+from circuitdev.errors import ConfigError
 from circuitdev.measure.families import FAMILIES, FamilyName
 from circuitdev.paths import panels_dir
+# hub log-spaced revisions: re-exported, `from circuitdev.sources.panels import list_hub_branches` stays valid
+from circuitdev.sources.hub_revisions import (STEP_BRANCH_RE, list_hub_branches, pick_log_spaced,  # noqa: F401
+                                              resolve_log_spaced)
 
 Dtype = Literal["fp32", "fp16", "bf16"]
 DTYPE_ALIASES: dict[str, Dtype] = {
@@ -60,8 +58,6 @@ _TOP_KEYS = {"name", "model", "family", "dtype", "revisions", "probe", "tokens_p
              "candidates"}
 _REQUIRED = ("name", "model", "family", "dtype", "revisions")
 _REV_KEYS = {"name", "tokens", "step"}
-_LOG_SPACED_KEYS = {"log_spaced", "min_step", "max_step", "pattern"}
-_STEP_RE = re.compile(r"^step(?P<step>\d+)(?:-tokens(?P<tokens_b>\d+)B)?$")
 
 
 @dataclass(frozen=True)
@@ -332,7 +328,7 @@ def _parse_revision(raw: Any, i: int, tokens_per_step: int | None, where: str) -
     if not _NAME_RE.match(name):
         raise ConfigError(f"{at}: names may use letters, digits, '.', '_' or '-' only (they name result files)")
     step = raw.get("step")
-    if step is None and (m := _STEP_RE.match(name)):
+    if step is None and (m := STEP_BRANCH_RE.match(name)):
         step = int(m["step"])
     elif step is not None:
         step = _as_int(step, f"{at}: step")
@@ -376,70 +372,6 @@ def _check_probe_defaults(probe: dict, where: str) -> None:
     except (ConfigError, TypeError, ValueError) as err:
         raise ConfigError(f"{where}: probe: {err}") from None
 
-
-def resolve_log_spaced(model: str, spec: dict, *, tokens_per_step: int | None, where: str = "panel") -> tuple[Revision, ...]:
-    """N log-spaced revisions (by step) among the hub's `stepN` branches; needs the hub (online)."""
-    unknown = set(spec) - _LOG_SPACED_KEYS
-    if unknown or "log_spaced" not in spec:
-        raise ConfigError(
-            f"{where}: revisions as a mapping must be {{log_spaced: N}} (optional min_step, max_step, pattern); "
-            f"got keys {sorted(spec)}"
-        )
-    count = _as_int(spec["log_spaced"], f"{where}: revisions.log_spaced", minimum=1)
-    pattern = re.compile(spec.get("pattern") or _STEP_RE.pattern)
-    if "step" not in pattern.groupindex:
-        raise ConfigError(f"{where}: revisions.pattern needs a (?P<step>\\d+) group")
-    branches = list_hub_branches(model)
-    found: dict[int, tuple[str, int | None]] = {}
-    for b in branches:
-        m = pattern.match(b)
-        if m:
-            tb = m.groupdict().get("tokens_b")
-            found[int(m["step"])] = (b, int(tb) * 10**9 if tb else None)
-    lo, hi = spec.get("min_step"), spec.get("max_step")
-    steps = sorted(s for s in found if (lo is None or s >= lo) and (hi is None or s <= hi))
-    if not steps:
-        raise ConfigError(f"{where}: none of the {len(branches)} branches of {model} match {pattern.pattern!r}")
-    picked = pick_log_spaced(steps, count)
-    out = []
-    for s in picked:
-        name, tokens = found[s]
-        if tokens is None:
-            if tokens_per_step is None:
-                raise ConfigError(
-                    f"{where}: branch {name!r} has no tokensNB label; add `tokens_per_step` to the panel"
-                )
-            tokens = s * tokens_per_step
-        out.append(Revision(name, tokens, s))
-    return tuple(out)
-
-
-def pick_log_spaced(steps: list[int], count: int) -> list[int]:
-    """Up to `count` distinct values of the sorted `steps`, nearest (in log) to a geometric grid from first to last."""
-    if count >= len(steps):
-        return list(steps)
-    logs = [math.log(max(s, 1)) for s in steps]
-    lo, hi = logs[0], logs[-1]
-    chosen: list[int] = []
-    for k in range(count):
-        target = lo + (hi - lo) * k / max(count - 1, 1)
-        order = sorted(range(len(steps)), key=lambda i: (abs(logs[i] - target), i))
-        chosen.append(next(i for i in order if i not in chosen))
-    return [steps[i] for i in sorted(chosen)]
-
-
-def list_hub_branches(model: str) -> list[str]:
-    """Branch names of a hub model (online). Offline or unreachable -> ModelUnavailableError."""
-    try:
-        from huggingface_hub import list_repo_refs
-
-        return [b.name for b in list_repo_refs(model).branches]
-    except Exception as err:  # offline, unreachable, unknown repo: one message
-        raise ModelUnavailableError(
-            f"cannot list the revisions of {model} on the Hugging Face hub ({type(err).__name__}: {err}). "
-            "Log-spaced panels need the hub once: run `circuitdev panels FILE --freeze OUT.yaml` online and use "
-            "OUT.yaml, or list the revisions explicitly"
-        ) from None
 
 
 def write_panel(panel: Panel, path: str | os.PathLike) -> Path:

@@ -32,8 +32,8 @@ from circuitdev.measure.behaviour import NORM_VALUES
 from circuitdev.paths import results_dir as default_results_dir
 from circuitdev.schema import DEV_KEY_COLUMNS, DEV_OPTIONAL_COLUMNS, SEL_COLUMNS
 from circuitdev.sources.panels import Panel, load_panel
-from circuitdev.sources.store import (BEHAVIOUR_BOOT_COLUMNS, BOOT_COLUMNS, NULL_COLUMNS, RecordStatus,
-                                      outdated_reason, read_parquet, record_paths, record_status)
+from circuitdev.sources.record_format import BEHAVIOUR_BOOT_COLUMNS, BOOT_COLUMNS, NULL_COLUMNS, outdated_reason
+from circuitdev.sources.store import RecordStatus, read_parquet, record_paths, record_status
 from circuitdev.sources.weights import weights_identity
 
 MissingPolicy = Literal["raise", "skip"]
@@ -135,7 +135,7 @@ class RecordSet:
         return out
 
     def outdated(self) -> list[str]:
-        """Revisions whose record an older format wrote and `circuitdev probe` refreshes (`store.outdated_reason`)."""
+        """Revisions whose record an older format wrote and `circuitdev probe` refreshes (`record_format.outdated_reason`)."""
         return [rev for rev, meta in self.sidecars.items() if outdated_reason(meta)]
 
 

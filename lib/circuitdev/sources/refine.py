@@ -37,7 +37,8 @@ import pandas as pd
 from circuitdev.atomic import write_atomic
 from circuitdev.errors import ConfigError, DataError, ModelUnavailableError
 from circuitdev.paths import results_dir as default_results_dir
-from circuitdev.sources.panels import Panel, Revision, list_hub_branches, load_panel
+from circuitdev.sources.hub_revisions import list_hub_branches
+from circuitdev.sources.panels import Panel, Revision, load_panel
 from circuitdev.sources.records import PanelRecords
 from circuitdev.sources.refined import add_refined
 

@@ -168,6 +168,14 @@ def _paper_claims(prefix: str) -> dict[tuple[str, str], object]:
     return out
 
 
+def _claimed(dev: pd.DataFrame, prefix: str) -> tuple[pd.DataFrame, dict[tuple[str, str], object]]:
+    """(the rows of `dev`'s panels that the claims starting with `prefix` speak of -- empty when none --, those
+    claims: `_paper_claims(prefix)`)."""
+    claims = _paper_claims(prefix)
+    panels = [p for p in pd.unique(dev["panel"]) if any(k[0] == p for k in claims)]
+    return dev[dev["panel"].isin(panels)], claims
+
+
 def _matches(claim, value: float, never: bool) -> bool:
     from circuitdev.analysis.audit import compare
     from circuitdev.analysis.quantities import NEVER
@@ -177,11 +185,9 @@ def _matches(claim, value: float, never: bool) -> bool:
 
 def _f3_milestones(dev, taus, rule):
     counting, sustained = _split(rule)
-    claims = _paper_claims("F3.")
-    panels = [p for p in pd.unique(dev["panel"]) if any(k[0] == p for k in claims)]
-    if not panels:
+    dev, claims = _claimed(dev, "F3.")
+    if dev.empty:
         return []
-    dev = dev[dev["panel"].isin(panels)]
     rows = []
     for base in PAPER_MILESTONES:
         specs = [Milestone(f"{base.name}@{tau:g}", base.head_class, tau, base.min_heads, base.min_fraction)
@@ -198,11 +204,9 @@ def _f3_milestones(dev, taus, rule):
 
 
 def _f4_recall(dev, taus, rule):
-    claims = _paper_claims("F4.recall.")
-    panels = [p for p in pd.unique(dev["panel"]) if any(k[0] == p for k in claims)]
-    if not panels:
+    dev, claims = _claimed(dev, "F4.recall.")
+    if dev.empty:
         return []
-    dev = dev[dev["panel"].isin(panels)]
     rows = []
     for tau in taus:
         recall = circuit_recall(dev, threshold=tau, rule=rule)

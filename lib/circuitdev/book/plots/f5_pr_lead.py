@@ -4,8 +4,6 @@ One readable panel per model, at most two per row."""
 
 from __future__ import annotations
 
-import math
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -13,32 +11,15 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, MaxNLocator
 
-from circuitdev.book.plots.axes import (TokenAxis, figure_title, placeholder, plain_log_ticks, tier_title,
-                                        token_counts, token_tick)
+from circuitdev.book.plots.axes import figure_title, placeholder, plain_log_ticks, tier_title, token_tick
+from circuitdev.book.plots.panel_grid import (figure_legend, finish_panel, panel_axes, panel_grid, panel_keys,
+                                              panel_rows)
 from circuitdev.schema import INDUCTION_THRESHOLD
 
-COLUMNS = 2  # panels per row: wider grids shrink below legibility at the page's width (~9 in)
 RULE_STYLES = {"fraction-of-peak": ("#1f77b4", "-"), "peak-to-date": ("#d62728", "--"),
                "ratio-to-start": ("#2ca02c", "-."), "above-level": ("#9467bd", ":")}
 CLASS_COLORS = {"induction": "#d62728", "previous-token": "#1f77b4", "duplicate-token": "#8c564b",
                 "first-token": "#2ca02c", "self": "#ff7f0e", "local": "#9467bd", "unclassified": "#c7c7c7"}
-
-
-def _keys(df: pd.DataFrame) -> list[tuple[str, str]]:
-    return list(df[["tier", "panel"]].drop_duplicates().itertuples(index=False, name=None))
-
-
-def _grid(n: int, *, width: float = 5.2, height: float = 3.4, rows_per: int = 1, sharex: str | bool = False):
-    """A figure of n panel blocks, COLUMNS per row, each block `rows_per` axes high: (figure, axes[block][row])."""
-    cols = min(COLUMNS, max(n, 1))
-    block_rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(block_rows * rows_per, cols, figsize=(width * cols, height * block_rows * rows_per),
-                             squeeze=False, layout="constrained", sharex=sharex)
-    blocks = [[axes[(i // cols) * rows_per + r, i % cols] for r in range(rows_per)] for i in range(n)]
-    for j in range(n, block_rows * cols):  # unused cells of the last row
-        for r in range(rows_per):
-            axes[(j // cols) * rows_per + r, j % cols].axis("off")
-    return fig, blocks
 
 
 def pr_selectivity(traj: pd.DataFrame, *, threshold: float = INDUCTION_THRESHOLD, class_label: str = "induction",
@@ -50,11 +31,10 @@ def pr_selectivity(traj: pd.DataFrame, *, threshold: float = INDUCTION_THRESHOLD
     if traj.empty:
         return placeholder("No PR trajectory for any circuit head (the tier has no PR, or no circuit).",
                            title="PR and selectivity per circuit head")
-    keys = _keys(traj)[:max_panels]
-    fig, blocks = _grid(len(keys), height=2.7, rows_per=2)
+    keys = panel_keys(traj)[:max_panels]
+    fig, blocks = panel_grid(len(keys), height=2.7, rows_per=2)
     for (top, bottom), (tier, panel) in zip(blocks, keys):
-        g = traj[(traj["tier"] == tier) & (traj["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
-        axis = TokenAxis.of(g["tokens"])
+        g, axis = panel_rows(traj, tier, panel)
         g = g.assign(x=axis.x(g["tokens"]))
         heads = list(pd.unique(g["name"]))
         colors = dict(zip(heads, sns.color_palette("tab10", len(heads))))
@@ -126,11 +106,7 @@ def lead_vs_null(nulls: pd.DataFrame, *, head_class: str = "induction") -> Figur
             ax.set_title(f"{tier_title(tier)} · elevation: {rule} at {level:g}", fontsize=9)
             if i == len(tiers) - 1:
                 ax.set_xlabel("lead in checkpoints (> 0: PR elevated first)")
-    handles = {}
-    for ax in axes.flat:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=len(handles), fontsize=8)
+    figure_legend(fig, axes.flat)
     figure_title(fig, f"Does the {head_class} circuit's PR lead more than random heads'? (one-sided p at right)")
     return fig
 
@@ -140,19 +116,15 @@ def base_rate_lines(base: pd.DataFrame) -> Figure:
     `base`: findings.elevation_base_rate (one or more rules) + tier."""
     if base.empty:
         return placeholder("No PR trajectory in any tier: no base rate.", title="How many heads are 'elevated'")
-    keys = _keys(base)
-    fig, blocks = _grid(len(keys), height=2.9)
-    for (ax,), (tier, panel) in zip(blocks, keys):
-        g = base[(base["tier"] == tier) & (base["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
-        axis = TokenAxis.of(g["tokens"])
+    fig, cells = panel_axes(base, height=2.9)
+    for ax, tier, panel, g, axis in cells:
         for (rule, level), gr in g.groupby(["rule", "level"], sort=False):
             color, ls = RULE_STYLES.get(rule, ("#7f7f7f", "-"))
             ax.plot(axis.x(gr["tokens"]), 100 * gr["share_elevated"], ls=ls, color=color, marker="o", ms=3,
                     label=f"{rule} {level:g}")
         ax.set_ylim(-3, 103)
         ax.set_ylabel("heads elevated (%)")
-        axis.apply(ax)
-        ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
+        finish_panel(ax, axis, tier, panel)
         ax.legend(fontsize=7, loc="best")
     figure_title(fig, "The base rate: the share of all heads each rule calls elevated, per revision")
     return fig
@@ -167,12 +139,8 @@ def pr_null_calibration(calibrated: pd.DataFrame, heads: pd.DataFrame | None = N
     if calibrated.empty:
         return placeholder("No null PR stored for any panel: run `circuitdev null-pr --panel NAME` (the book's "
                            "build does so for the toy panels).", title="PR against its random-token null")
-    keys = _keys(calibrated)
-    fig, blocks = _grid(len(keys), height=3.3)
-    for (ax,), (tier, panel) in zip(blocks, keys):
-        g = calibrated[(calibrated["tier"] == tier) & (calibrated["panel"] == panel)].assign(
-            tokens=lambda d: token_counts(d))
-        axis = TokenAxis.of(g["tokens"])
+    fig, cells = panel_axes(calibrated, height=3.3)
+    for ax, tier, panel, g, axis in cells:
         chosen = heads[heads["panel"] == panel] if heads is not None else None
         names = list(pd.unique(g.merge(chosen[["layer", "head"]], on=["layer", "head"])["name"])) \
             if chosen is not None and len(chosen) else list(pd.unique(g["name"]))
@@ -195,11 +163,7 @@ def pr_null_calibration(calibrated: pd.DataFrame, heads: pd.DataFrame | None = N
         left, right = ax.get_xlim()  # room for the head labels at the right end
         ax.set_xlim(left, right * (right / left) ** 0.1 if axis.scale == "log" else right + 0.08 * (right - left))
         ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
-    handles = {}
-    for (ax,) in blocks:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=3, fontsize=8)
+    figure_legend(fig, [c[0] for c in cells], ncol=3)
     figure_title(fig, "Circuit heads' PR against their PR on random tokens (bands: min–max over the null draws)")
     return fig
 
@@ -211,8 +175,8 @@ def topk_bars(breakdown: pd.DataFrame) -> Figure:
     if breakdown.empty:
         return placeholder("No PR trajectory in any tier: no top-K ranking.", title="The spectral top-K by class")
     breakdown = breakdown if "tier" in breakdown.columns else breakdown.assign(tier="published")
-    keys = _keys(breakdown)
-    fig, blocks = _grid(len(keys), height=3.2)
+    keys = panel_keys(breakdown)
+    fig, blocks = panel_grid(len(keys), height=3.2)
     for (ax,), (tier, panel) in zip(blocks, keys):
         g = breakdown[(breakdown["tier"] == tier) & (breakdown["panel"] == panel)]
         wide = g.pivot_table(index=["revision_index", "tokens_b"], columns="class", values="count", aggfunc="sum")

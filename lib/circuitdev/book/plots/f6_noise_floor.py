@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from circuitdev.book.plots.axes import TokenAxis, figure_title, placeholder, plain_log_ticks, tier_title, token_counts
-from circuitdev.book.plots.f5_pr_lead import _grid, _keys
+from circuitdev.book.plots.panel_grid import panel_grid, panel_keys
 from circuitdev.schema import BOS_THRESHOLD, INDUCTION_THRESHOLD
 
 
@@ -19,8 +19,8 @@ def noise_floor(nulls: pd.DataFrame, *, thresholds: Sequence[float] = (BOS_THRES
     if nulls.empty:
         return placeholder("No null-selectivity draws in any tier: probe with n_nulls > 0.",
                            title="Selectivity noise floor")
-    keys = _keys(nulls)
-    fig, blocks = _grid(len(keys), height=3.4)  # two panels per row: legible at the page's width
+    keys = panel_keys(nulls)
+    fig, blocks = panel_grid(len(keys), height=3.4)  # two panels per row: legible at the page's width
     styles = {"real_max": ("real max (induction)", "-", "#1f77b4"), "null_max": ("null max", "--", "#ff7f0e"),
               "null_p99": ("null p99", "-", "#2ca02c")}
     for (ax,), (tier, panel) in zip(blocks, keys):

@@ -9,8 +9,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from circuitdev.book.plots.axes import TokenAxis, figure_title, placeholder, tier_title, token_counts
-from circuitdev.book.plots.f5_pr_lead import _grid, _keys
+from circuitdev.book.plots.axes import figure_title, placeholder
+from circuitdev.book.plots.panel_grid import figure_legend, finish_panel, panel_axes, panel_keys
 
 MEASURE_STYLES = {"second_a": ("#1f77b4", "o", "second-A selectivity ≥ bar (paper)"),
                   "all_query": ("#ff7f0e", "s", "all-query selectivity ≥ bar"),
@@ -18,26 +18,13 @@ MEASURE_STYLES = {"second_a": ("#1f77b4", "o", "second-A selectivity ≥ bar (pa
 LINE_STYLES = {"second_a": ("-", 7), "all_query": ("--", 5.5), "gu": (":", 4.5)}  # overlapping lines stay visible
 
 
-def _legend(fig: Figure, axes) -> None:
-    """One legend for the figure, below its panels (per-axis legends would cover the data)."""
-    seen: dict[str, object] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(label, handle)
-    if seen:
-        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=len(seen), fontsize=8)
-
-
 def sink_counts(counts: pd.DataFrame) -> Figure:
     """Heads each measure flags at every revision, one axis per model. `counts`: findings.measure_counts + tier
     (n_second_a, n_all_query, n_gu; a measure a tier lacks is left out)."""
     if counts.empty:
         return placeholder("No developmental table in any tier.", title="Sink heads under three measures")
-    keys = _keys(counts)
-    fig, blocks = _grid(len(keys), height=3.0)
-    for (ax,), (tier, panel) in zip(blocks, keys):
-        g = counts[(counts["tier"] == tier) & (counts["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
-        axis = TokenAxis.of(g["tokens"])
+    fig, cells = panel_axes(counts, height=3.0)
+    for ax, tier, panel, g, axis in cells:
         for m, (color, marker, label) in MEASURE_STYLES.items():
             col = f"n_{m}"
             if col in g.columns and g[col].notna().any():
@@ -46,9 +33,8 @@ def sink_counts(counts: pd.DataFrame) -> Figure:
                         mfc="none" if m != "gu" else color, label=label)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("sink heads")
-        axis.apply(ax)
-        ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
-    _legend(fig, [b[0] for b in blocks])
+        finish_panel(ax, axis, tier, panel)
+    figure_legend(fig, [c[0] for c in cells])
     figure_title(fig, "How many heads each measure calls a sink, over training")
     return fig
 
@@ -67,12 +53,10 @@ def sink_timeline(flags: pd.DataFrame, *, max_heads: int = 12) -> Figure:
     if rows.empty or not rows["_any"].any():
         return placeholder("No head is a sink under any measure in the toy or measured tiers (the published tier "
                            "holds one measure only).", title="Which heads, when, under each measure")
-    keys = _keys(rows[rows["_any"]])
     most = rows[rows["_any"]].groupby(["tier", "panel"])["name"].nunique().max()
-    fig, blocks = _grid(len(keys), height=1.6 + 0.45 * min(int(most), max_heads))  # as tall as its rows need
-    for (ax,), (tier, panel) in zip(blocks, keys):
-        g = rows[(rows["tier"] == tier) & (rows["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
-        axis = TokenAxis.of(g["tokens"])
+    fig, cells = panel_axes(rows, height=1.6 + 0.45 * min(int(most), max_heads),  # as tall as its rows need
+                            keys=panel_keys(rows[rows["_any"]]))
+    for ax, tier, panel, g, axis in cells:
         names = list(g[g["_any"]].sort_values(["layer", "head"])["name"].drop_duplicates())[:max_heads]
         for y, name in enumerate(names):
             gh = g[g["name"] == name]
@@ -83,9 +67,8 @@ def sink_timeline(flags: pd.DataFrame, *, max_heads: int = 12) -> Figure:
                            marker=marker, s=14, label=label if y == 0 else None)
         ax.set_yticks(range(len(names)), names, fontsize=8)
         ax.set_ylim(len(names) - 0.4, -0.6)
-        axis.apply(ax)
-        ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
-    _legend(fig, [b[0] for b in blocks])
+        finish_panel(ax, axis, tier, panel)
+    figure_legend(fig, [c[0] for c in cells])
     figure_title(fig, "Which heads each measure calls a sink, and from when (one row per head)")
     return fig
 
@@ -95,11 +78,8 @@ def sink_floor(lowest: pd.DataFrame, *, floor_layers: tuple[int, ...] = (0, 1)) 
     none flagged), the floor layers shaded. `lowest`: findings.lowest_layers + tier."""
     if lowest.empty:
         return placeholder("No developmental table in any tier.", title="F1's floor under each measure")
-    keys = _keys(lowest)
-    fig, blocks = _grid(len(keys), height=3.0)
-    for (ax,), (tier, panel) in zip(blocks, keys):
-        g = lowest[(lowest["tier"] == tier) & (lowest["panel"] == panel)].assign(tokens=lambda d: token_counts(d))
-        axis = TokenAxis.of(g["tokens"])
+    fig, cells = panel_axes(lowest, height=3.0)
+    for ax, tier, panel, g, axis in cells:
         ax.axhspan(min(floor_layers) - 0.5, max(floor_layers) + 0.5, color="#d62728", alpha=0.12, lw=0,
                    label=f"floor (layers {', '.join(map(str, floor_layers))})")
         for k, (m, gm) in enumerate(g.groupby("measure", sort=False)):
@@ -111,8 +91,7 @@ def sink_floor(lowest: pd.DataFrame, *, floor_layers: tuple[int, ...] = (0, 1)) 
         ax.set_ylim(n_layers - 0.5, -0.5)
         ax.set_yticks(range(n_layers), [str(i) for i in range(n_layers)], fontsize=7 if n_layers > 8 else 8)
         ax.set_ylabel("lowest sink layer")
-        axis.apply(ax)
-        ax.set_title(f"{panel} · {tier_title(tier)}", fontsize=10)
-    _legend(fig, [b[0] for b in blocks])
+        finish_panel(ax, axis, tier, panel)
+    figure_legend(fig, [c[0] for c in cells])
     figure_title(fig, "F1's floor under each measure: the lowest layer with a sink head, per revision")
     return fig

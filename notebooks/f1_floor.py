@@ -62,12 +62,13 @@ ch.figure(plots.bos_layer_heatmaps(layers, threshold=bos_threshold, floor_layers
 #
 # In the authors' files the floor holds at {glue:text}`f1-pub-held` of {glue:text}`f1-pub-runs` runs (at most
 # {glue:text}`f1-pub-most` sink heads in layers {glue:text}`f1-floor-layers` at any run). In the toy panel it holds
-# at {glue:text}`f1-toy-held` of {glue:text}`f1-toy-runs` revisions ({glue:text}`f1-toy-broken`); in measured real
-# panels at {glue:text}`f1-measured-held` of {glue:text}`f1-measured-runs`.
+# at {glue:text}`f1-toy-held` of {glue:text}`f1-toy-runs` revisions ({glue:text}`f1-toy-broken`). Measured real
+# panels: {glue:text}`f1-measured-floor`.
 
 # %% tags=["remove-input"]
-ch.glue_frame(findings.floor_summary(floor, by=["tier"]), {"runs": "{}", "held": "{}", "most": "{}", "broken": "{}"},
-              by=["tier"])
+summary = findings.floor_summary(floor, by=["tier"])
+ch.glue_frame(summary, {"runs": "{}", "held": "{}", "most": "{}", "broken": "{}"}, by=["tier"])
+ch.glue_tier_sentence("measured-floor", summary, "it holds at {held} of {runs} revisions", tier="measured")
 ch.table(findings.floor_summary(floor, by=["tier", "panel"]),
          caption=f"Runs per model whose layers {floor_layers} hold no sink head.")
 

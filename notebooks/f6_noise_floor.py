@@ -60,7 +60,7 @@ if not scales["one_scale"].all():
             "selectivities leave A and B out of it (records before format 4). Re-probe them (`circuitdev probe "
             "--panel NAME` refreshes such records).", kind="warning", title="Null and signal on two scales")
 if len(ours) and (ours["n_nulls"] < 100).any():
-    ch.note(f"Some records hold only {int(ours['n_nulls'].min())} null draws per head, far fewer than the paper's "
+    ch.note(f"{'All' if (ours['n_nulls'] < 100).all() else 'Some'} records hold only {int(ours['n_nulls'].min())} null draws per head, far fewer than the paper's "
             "calibration runs; their maxima are noisy. Re-probe with `--set n_nulls=500` for a stable p99.",
             kind="warning", title="Few null draws")
 

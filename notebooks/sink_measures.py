@@ -111,8 +111,8 @@ ch.table(shown, precision=2, caption="Agreement of two measures per panel, over 
 # ## At the same revision?
 #
 # For every head some measure flags, the first revision each measure does ({numref}`fig-sink-timeline`). Of the
-# {glue:text}`sink-onset-heads` heads more than one measure flags, {glue:text}`sink-onset-same` get their onset at
-# the same revision under every measure that flags them. Head by head: {glue:text}`sink-onset-list`.
+# {glue:text}`sink-onset-heads` heads more than one measure flags, the onset is the same revision under every
+# measure that flags the head for {glue:text}`sink-onset-same` of them. Head by head: {glue:text}`sink-onset-list`.
 
 # %% tags=["remove-input"]
 onsets = pd.concat([findings.sink_onsets(g.drop(columns="tier")).assign(tier=tier)

@@ -145,7 +145,8 @@ def test_page_source_is_documented_and_thin(name):
     assert not any(re.search(r"^\s*(def|class) ", c.source, re.M) for c in code), "functions belong in lib/"
     if name in FINDING_PAGES:
         total = sum(code_lines(c.source) for c in code if c is not tagged[0])
-        assert total <= 43, f"{name}: {total} lines of code; a findings page reads like the paper"
+        # the robustness, behaviour and absent-tier sentences of issues 21, 23, 25 took F1 from 41 to 44 lines
+        assert total <= 45, f"{name}: {total} lines of code; a findings page reads like the paper"
 
 
 def test_pages_cite_only_sections_of_the_method_reference():
@@ -396,3 +397,24 @@ def test_tables_say_tokens_bars_and_booleans_in_words(monkeypatch):
                      "1.53M", "2.5×", "no", "—", "2.500"]
     headers = re.findall(r'class="col_heading level0 col\d" >([^<]*)<', html_text)
     assert headers == ["tokens", "paper threshold", "holds", "reason", "rise pp"]
+
+
+def test_an_absent_tier_says_what_is_missing_and_how_to_add_it(monkeypatch, tmp_path):
+    """F1's "measured real panels: ..." read "at n/a of n/a" without real records: glue_tier_sentence glues the
+    sentence for a present tier and the tier's note (what is absent, the command that adds it) for an absent one."""
+    import pandas as pd
+
+    from circuitdev.book.build import BuildFolders
+    from circuitdev.book.chapter import Chapter
+    from circuitdev.book.tiers import load_tiers
+
+    monkeypatch.setattr(display, "glue_text", lambda key, text, value=None: None)
+    folders = BuildFolders(results_dir=tmp_path / "r", data_dir=tmp_path, published_dir=None, panels=[])
+    ch = Chapter(name="f1_floor", prefix="f1", params={}, folders=folders,
+                 tiers=load_tiers(["toy", "measured"], published_dir=None, results_dir=tmp_path / "r"))
+    frame = pd.DataFrame({"tier": ["toy"], "held": [3], "runs": [4]})
+    ch.glue_tier_sentence("toy-floor", frame, "it holds at {held} of {runs} revisions", tier="toy")
+    ch.glue_tier_sentence("measured-floor", frame, "it holds at {held} of {runs} revisions", tier="measured")
+    assert ch.glued["f1-toy-floor"] == "it holds at 3 of 4 revisions"
+    absent = ch.glued["f1-measured-floor"]
+    assert "n/a" not in absent and "circuitdev probe --panel pythia-1b" in absent and "`" not in absent

@@ -148,6 +148,14 @@ class Chapter:
                 column = key_part if key_part in row else key_part.replace("-", "_")
                 self.glue("-".join([*parts, key_part.replace("_", "-")]), row.get(column), fmt, absent=absent)
 
+    def glue_tier_sentence(self, key: str, frame: pd.DataFrame, template: str, *, tier: str) -> None:
+        """Glue `template.format(**row)` for `frame`'s row of `tier` (its `tier` column); a tier without a row glues
+        what is absent and how to add it (the tier's note) instead of "n/a of n/a"."""
+        rows = frame[frame["tier"] == tier].to_dict("records") if len(frame) else []
+        absent = self.tiers.tiers.get(tier)
+        self.glue(key, template.format(**rows[0]) if rows else None,
+                  absent=display.plain_text(absent.note) if absent is not None and absent.note else "not in this build")
+
     def glue_list(self, key: str, frame: pd.DataFrame, column: str, fmt: str | Callable[[Any], str] = "{}", *,
                   tier: str | None = None, sep: str = ", ", missing: str = "n/a",
                   absent: str = "n/a (no data in this tier)") -> None:

@@ -14,6 +14,8 @@ Conventions:
 
 from __future__ import annotations
 
+import textwrap
+
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -184,8 +186,9 @@ def annotate_nonzero(ax, grid: np.ndarray, vmax: float, limit: int = 260) -> Non
 
 
 def figure_title(fig: Figure, text: str) -> None:
-    """The figure's one-line message, above all its panels."""
-    fig.suptitle(text, fontweight="bold")
+    """The figure's message, above all its panels, wrapped to the figure's width (a title wider than its panels
+    would widen the saved image and shrink the panels on the page)."""
+    fig.suptitle(textwrap.fill(text, width=max(40, int(fig.get_figwidth() * 9.5))), fontweight="bold")
 
 
 def band(ax, x, g: pd.DataFrame, value: str, *, color: str, scale: float = 1.0, step: str | None = None) -> bool:

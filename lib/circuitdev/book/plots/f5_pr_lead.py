@@ -32,7 +32,8 @@ def pr_selectivity(traj: pd.DataFrame, *, threshold: float = INDUCTION_THRESHOLD
         return placeholder("No PR trajectory for any circuit head (the tier has no PR, or no circuit).",
                            title="PR and selectivity per circuit head")
     keys = panel_keys(traj)[:max_panels]
-    fig, blocks = panel_grid(len(keys), height=2.7, rows_per=2)
+    one = len(keys) == 1  # a model page's one model: the text column's width, not half of it
+    fig, blocks = panel_grid(len(keys), width=9.0 if one else 5.2, height=3.2 if one else 2.7, rows_per=2)
     for (top, bottom), (tier, panel) in zip(blocks, keys):
         g, axis = panel_rows(traj, tier, panel)
         g = g.assign(x=axis.x(g["tokens"]))
@@ -107,7 +108,7 @@ def lead_vs_null(nulls: pd.DataFrame, *, head_class: str = "induction") -> Figur
             if i == len(tiers) - 1:
                 ax.set_xlabel("lead in checkpoints (> 0: PR elevated first)")
     figure_legend(fig, axes.flat)
-    figure_title(fig, f"Does the {head_class} circuit's PR lead more than random heads'? (one-sided p at right)")
+    figure_title(fig, f"Does the {head_class} circuit's PR lead exceed that of random heads? (one-sided p at right)")
     return fig
 
 

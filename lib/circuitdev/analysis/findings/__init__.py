@@ -13,8 +13,9 @@ developmental table; one module per finding, as the book has one page per findin
     spectral_topk   scaled_k, topk_heads, topk_breakdown, topk_dominance (the authors' top-K PR ranking)
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
     sink_measures   sink_flags, measure_counts, measure_agreement, sink_onsets, floor_by_measure, lowest_layers
-    robustness      ROBUSTNESS_THRESHOLDS, ROBUSTNESS_CLAIMS, robustness_table, holds_ranges, ranges_text,
-                    claim_summary (every threshold-dependent claim over one grid of bars and rules)
+    robustness      ROBUSTNESS_THRESHOLDS, ROBUSTNESS_CLAIMS, robustness_table (every threshold-dependent claim
+                    over one grid of bars and rules)
+    robustness_reading  holds_ranges, ranges_text, ranges_sentence, claim_summary, rule_verdicts (reading it)
     hangs_on        hangs_on, milestone_margin, kth_strongest (what a claim hangs on: the deciding head, its margin)
     sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity, transition_range
     refinement      REVISION_METRICS, revision_metric, event_window, window_comparison, milestone_window_comparison,
@@ -87,9 +88,10 @@ from circuitdev.analysis.findings.refinement import (REVISION_METRICS, PanelView
 from circuitdev.analysis.findings.hangs_on import HANGS_ON_COLUMNS, hangs_on, kth_strongest, milestone_margin
 from circuitdev.analysis.findings.robustness import (ALL, COUNTING_RULES, MILESTONE_RULES, PAPER_SHAPES,
                                                      ROBUSTNESS_CLAIMS, ROBUSTNESS_COLUMNS, ROBUSTNESS_THRESHOLDS,
-                                                     VARIED_CLASS, RobustClaim, claim_summary, claims_frame, family_of,
-                                                     holds_ranges, ranges_sentence, ranges_text, robust_claim,
-                                                     robustness_table, rule_verdicts)
+                                                     VARIED_CLASS, RobustClaim, family_of, robust_claim,
+                                                     robustness_table)
+from circuitdev.analysis.findings.robustness_reading import (claim_summary, claims_frame, holds_ranges,
+                                                             ranges_sentence, ranges_text, rule_verdicts)
 from circuitdev.analysis.findings.seeds import SEED_SUFFIX, seed_of, seed_spread
 from circuitdev.analysis.findings.sensitivity import (SENSITIVITY_THRESHOLDS, shape_sensitivity, threshold_sensitivity,
                                                       transition_range)

@@ -418,3 +418,16 @@ def test_an_absent_tier_says_what_is_missing_and_how_to_add_it(monkeypatch, tmp_
     assert ch.glued["f1-toy-floor"] == "it holds at 3 of 4 revisions"
     absent = ch.glued["f1-measured-floor"]
     assert "n/a" not in absent and "circuitdev probe --panel pythia-1b" in absent and "`" not in absent
+
+
+def test_tables_with_a_repeated_column_name_still_show(monkeypatch):
+    """A table may repeat a column name (a model page's ablation table did): it is shown, its cells styled by
+    position."""
+    import pandas as pd
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
+    df = pd.DataFrame([["pythia-1b", 1.5, "a `x` b"]], columns=["panel", "value", "value"])
+    display.show_table(df, "t")
+    html_text = shown[0].to_html()
+    assert "pythia-1b" in html_text and "<code>x</code>" in html_text and "td.col0" in html_text

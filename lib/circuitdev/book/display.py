@@ -193,13 +193,15 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index
     keep to one line and long text cells wrap; wide tables scroll sideways (book/_static/circuitdev.css)."""
     from IPython.display import display
 
-    text = [c for c in df.columns if _is_text(df[c])]
+    text = [i for i in range(df.shape[1]) if _is_text(df.iloc[:, i])]  # positions: names may repeat
     if text:
         df = df.copy()
-        for c in text:
-            df[c] = df[c].map(_cell_markdown)
+        for i in text:
+            df.isetitem(i, df.iloc[:, i].map(_cell_markdown))
     styler = df.style.format(precision=precision, thousands=",", na_rep="—")
-    own = {k: v for k, v in {**_default_formats(df), **(formats or {})}.items() if k in df.columns}
+    # formats by name need unique names: a table that repeats a name keeps the caller's formats only
+    defaults = _default_formats(df) if df.columns.is_unique else {}
+    own = {k: v for k, v in {**defaults, **(formats or {})}.items() if k in df.columns}
     if own:  # subset: without it Styler.format resets every other column to its default precision
         styler = styler.format(own, na_rep="—", subset=list(own))
     whole = [c for c in _integral_columns(df) if c not in own]
@@ -210,13 +212,12 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index
         styler = styler.hide(axis="index")
     if caption:
         styler = styler.set_caption(_cell_markdown(caption))
-    long_text = [c for c in text if df[c].astype(str).str.len().max() > 40]
-    short = [c for c in df.columns if c not in long_text]
-    if short:  # "pythia-1b", "30×", "L1H0" never break inside
-        styler = styler.set_properties(subset=short, **{"white-space": "nowrap"})
-    if long_text:  # claims, reasons, ranges: wrap, but never squeezed to a word a line
-        styler = styler.set_properties(subset=long_text, **{"min-width": "16em"})
-    styler = styler.set_table_styles([
+    long_text = [i for i in text if df.iloc[:, i].astype(str).str.len().max() > 40]
+    # short cells ("pythia-1b", "30×", "L1H0") never break inside; long text (claims, reasons, ranges) wraps, but is
+    # never squeezed to a word a line (by position: Styler names each cell's column colN)
+    columns = [{"selector": f"td.col{i}", "props": "min-width: 16em" if i in long_text else "white-space: nowrap"}
+               for i in range(df.shape[1])]
+    styler = styler.set_table_styles([*columns,
         {"selector": "td", "props": "max-width: 28em; white-space: normal; overflow-wrap: break-word; "
                                     "text-align: left; padding: 2px 8px; vertical-align: top"},
         {"selector": "th", "props": "white-space: nowrap; text-align: left; padding: 2px 8px"},

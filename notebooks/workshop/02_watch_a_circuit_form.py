@@ -78,7 +78,8 @@ print(textwrap.fill(plan.summary(), 100))
 
 # %%
 run = data.train_mini(family, retrain=retrain, threads=plan.threads)  # a progress bar and the loss, live
-print(textwrap.fill(data.timing_note(run, plan), 100))  # the time measured in this run, beside what this machine was expected to take
+# the time measured in this run, beside what this machine was expected to take
+print(textwrap.fill(data.timing_note(run, plan), 100))
 
 # %% [markdown]
 # The dashed line is where the curriculum's second phase starts: until then the model sees text and *periodic* windows

@@ -73,7 +73,8 @@ print(textwrap.fill(f"the mini preset: {recipe.n_layer} layers x {recipe.n_head}
 # stores the fastest; where it has not run, the next cell measures (a few seconds) and stores it.
 
 # %%
-plan = data.training_plan()  # this machine's fastest torch thread count, and how long the mini run should take
+# this machine's fastest torch thread count, and how long the mini run should take
+plan = data.training_plan(log=lambda line: print(textwrap.fill(line, 100)))
 print(textwrap.fill(plan.summary(), 100))
 
 # %%
@@ -155,7 +156,7 @@ formed = pd.DataFrame({
     "final induction": ind[-1].reshape(-1).round(1)}, index=[f"L{l}H{h}" for l in range(L) for h in range(H)])
 formed = formed[formed.iloc[:, :2].notna().any(axis=1)]
 # steps as integers, "—" where a head never crosses (show_table formats whole-number float columns and NaN so)
-show_table(formed, index=True) if len(formed) else print("no head of this run reached its class threshold")
+show_table(formed, precision=1, index=True) if len(formed) else print("no head of this run reached its class threshold")
 
 # %% [markdown]
 # ## 3 · Milestones, and the default toy panel

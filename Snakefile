@@ -261,7 +261,9 @@ def workshop_inputs(wildcards):
     return {"source": WORKSHOP_SOURCES[wildcards.session],
             # the sessions' checks, data lookup and pictures: a change there shows on the executed pages
             "code": sorted(str(p) for p in (Path(workflow.basedir) / "lib" / "circuitdev" / "workshop").rglob("*.py")),
-            "records": [f for name in TOY_PANELS for f in records(name)] if run else [],
+            # the records after the refinements: the sessions read the panel with its refined revisions, as the
+            # chapters do (load_panel(name, results_dir=...)), not the grid a refinement has not yet joined
+            "records": [f for name in TOY_PANELS for f in [*records(name), *refines(name)]] if run else [],
             "published": [PUBLISHED_STATUS] if run and PUBLISHED is not None else []}
 
 

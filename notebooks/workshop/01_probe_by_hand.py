@@ -34,6 +34,8 @@ sequence: int = 0
 
 # %%
 from circuitdev import workshop
+import textwrap
+
 import numpy as np
 import pandas as pd
 import torch
@@ -319,6 +321,25 @@ compare[compare["the probe's record"] > 10].round(1)
 # ## What you built
 #
 # `circuitdev.measure.screen` is these few lines, plus the null (attention at random non-target positions) and the
-# all-query first-token score you will meet in session 3. The layer-1 heads of this model are its induction heads;
-# layer 0 holds previous-token heads; and one or two upper heads park on position 0. **Next session:** watch those
-# heads appear while a model trains.
+# all-query first-token score you will meet in session 3. Where the heads of each class sit in this checkpoint, read
+# from your table of section 3 (best class at ≥ 30×):
+
+# %%
+def where_heads_sit(table: pd.DataFrame) -> str:
+    """One sentence per class from the `best class` column: its heads (strongest first) and the layers holding them."""
+    parts = []
+    for c in HEAD_CLASSES:
+        heads = table.index[table["best class"] == c]
+        if len(heads):
+            ranked = sorted(heads, key=lambda name: -table.loc[name, c])
+            layers = sorted({int(name[1:name.index("H")]) for name in heads})
+            parts.append(f"{c} heads in layer{'s' * (len(layers) > 1)} {', '.join(map(str, layers))} ("
+                         + ", ".join(f"{name} {table.loc[name, c]:.0f}×" for name in ranked) + ")")
+    return "; ".join(parts) + "." if parts else "no head reaches 30× in any class."
+
+
+print(textwrap.fill(f"{panel}, final checkpoint: {where_heads_sit(table)}", 100, break_on_hyphens=False))
+
+# %% [markdown]
+# A class's heads need not share a layer: the previous-token screen can find heads in more than one layer, and an
+# upper head or two parks on position 0. **Next session:** watch those heads appear while a model trains.

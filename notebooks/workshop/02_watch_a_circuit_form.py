@@ -36,12 +36,15 @@ prev_threshold: float = 30.0
 
 # %%
 from circuitdev import workshop
+import textwrap
+
 import numpy as np
 import pandas as pd
 import torch
 import matplotlib.pyplot as plt
 import seaborn as sns
 
+from circuitdev.book.display import show_table
 from circuitdev.measure.batch import repeated_batch
 from circuitdev.measure.capture import prefix_matching_scores
 from circuitdev.toy import PANEL_NAMES
@@ -59,9 +62,9 @@ plt.show()
 
 # %%
 recipe = data.mini_recipe()
-print(f"the mini preset: {recipe.n_layer} layers x {recipe.n_head} heads, d_model {recipe.d_model}, "
-      f"{recipe.steps} steps of {recipe.batch_size} x {recipe.seq_len} tokens; "
-      f"checkpoints at steps {list(recipe.grid())}")
+print(textwrap.fill(f"the mini preset: {recipe.n_layer} layers x {recipe.n_head} heads, d_model {recipe.d_model}, "
+                    f"{recipe.steps} steps of {recipe.batch_size} x {recipe.seq_len} tokens; "
+                    f"checkpoints at steps {list(recipe.grid())}", 100))
 
 # %% [markdown]
 # How fast can this machine train? On a laptop doing other work, torch's threads compete with that work: on a busy
@@ -70,12 +73,14 @@ print(f"the mini preset: {recipe.n_layer} layers x {recipe.n_head} heads, d_mode
 # stores the fastest; where it has not run, the next cell measures (a few seconds) and stores it.
 
 # %%
-plan = data.training_plan()  # this machine's fastest torch thread count, and how long the mini run should take
-print(plan.summary())
+# this machine's fastest torch thread count, and how long the mini run should take
+plan = data.training_plan(log=lambda line: print(textwrap.fill(line, 100)))
+print(textwrap.fill(plan.summary(), 100))
 
 # %%
 run = data.train_mini(family, retrain=retrain, threads=plan.threads)  # a progress bar and the loss, live
-print(data.timing_note(run, plan))  # the time measured in this run, beside what this machine was expected to take
+# the time measured in this run, beside what this machine was expected to take
+print(textwrap.fill(data.timing_note(run, plan), 100))
 
 # %% [markdown]
 # The dashed line is where the curriculum's second phase starts: until then the model sees text and *periodic* windows
@@ -150,7 +155,8 @@ formed = pd.DataFrame({
     "induction (50x) at step": [steps[r] if r >= 0 else None for r in first_crossing(ind, 50).reshape(-1)],
     "final induction": ind[-1].reshape(-1).round(1)}, index=[f"L{l}H{h}" for l in range(L) for h in range(H)])
 formed = formed[formed.iloc[:, :2].notna().any(axis=1)]
-formed if len(formed) else print("no head of this run reached its class threshold")
+# steps as integers, "—" where a head never crosses (show_table formats whole-number float columns and NaN so)
+show_table(formed, precision=1, index=True) if len(formed) else print("no head of this run reached its class threshold")
 
 # %% [markdown]
 # ## 3 · Milestones, and the default toy panel
@@ -203,7 +209,7 @@ for label, cls, threshold, k in specs:
     theirs = milestone(d_steps, d_prev if cls == "prev" else d_ind, threshold, k)
     rows.append({"milestone": label, f"your {run.panel} (step)": mine, f"{default_panel} (step)": theirs})
 milestones = pd.DataFrame(rows)
-milestones
+show_table(milestones, "the first step of each milestone (— : never reached)")
 
 # %% [markdown]
 # In the default panel, previous-token heads come first, in layer 0; the induction heads of layer 1 follow once the

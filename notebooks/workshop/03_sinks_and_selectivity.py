@@ -77,6 +77,7 @@ ax.axhline(30, color="#d62728", lw=0.8, ls=":")
 ax.set_xlabel("second-A first-token selectivity (the paper's)")
 ax.set_ylabel("all-query first-token selectivity")
 ax.set_title(f"{panel}: every head at every revision (30× dotted)")
+sns.move_legend(ax, "upper left", bbox_to_anchor=(1.02, 1), title="layer")  # beside the plot, off the points
 plt.show()
 both = final[["sel_first_token", "sel_first_token_allq", "mass_first_token", "mass_first_token_allq"]]
 both.astype(float).set_axis(names).query("sel_first_token > 10 or sel_first_token_allq > 10").round(2)
@@ -193,7 +194,7 @@ ax.set_yscale("log")
 ax.set_ylim(1e-2, 1e4)
 ax.set_xlabel("mass on position 0")
 ax.set_ylabel("first-token selectivity")
-ax.legend(fontsize=7)
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the plot, off the points
 plt.show()
 
 # %% [markdown]

@@ -34,6 +34,9 @@ screen_threshold: float = 90.0
 
 # %%
 from circuitdev import workshop
+import math
+import textwrap
+
 import numpy as np
 import pandas as pd
 import torch
@@ -43,6 +46,8 @@ import matplotlib.pyplot as plt
 import circuitdev
 from circuitdev.analysis import pr_lead as lead_lib
 from circuitdev.book import plots as book_plots
+from circuitdev.book.display import show_table
+from circuitdev.measure.ablation import matched_random_groups
 from circuitdev.toy import PANEL_NAMES
 from circuitdev.workshop import checks, data, plots
 
@@ -177,29 +182,77 @@ checks.ex_4_2(matched_random)
 # In this toy, **every** head of layer 1 is an induction head at 50×: the paper's circuit is the whole layer, and
 # its control has nothing left to draw (try `matched_random(circuit, 4, 123)`). The paper's layers have 8 or 16 heads.
 # So here the screen is the sharpest heads — `screen_threshold` (90×) — against matched-random draws from the
-# rest of their layer:
+# rest of their layer. A layer of 4 heads leaves few draws (possibly one: then every seed draws the same heads), so
+# the comparison adds a second control the library offers for small models (`matched_random_groups(...,
+# scope="any")`): as many heads, drawn from **any** layer outside the screen, one distinct group per seed.
 
 # %%
+def head_names(spec: dict[int, list[int]]) -> str:
+    """{1: [2, 3]} -> "L1H2, L1H3" ("none" for an empty spec)."""
+    return ", ".join(f"L{l}H{h}" for l in sorted(spec) for h in sorted(spec[l])) or "none"
+
+
 sharp = screen(screen_threshold)
-rows = [{"condition": "baseline", "n_ablated": 0, **ablated_metrics({})},
-        {"condition": "screen", "n_ablated": sum(map(len, sharp.values())), "spec": sharp, **ablated_metrics(sharp)}]
+screen_label = f"the {screen_threshold:g}× screen ({head_names(sharp)})"
+rows = [{"condition": "baseline", "label": "no ablation", "n_ablated": 0, **ablated_metrics({})},
+        {"condition": "screen", "label": screen_label, "n_ablated": sum(map(len, sharp.values())),
+         "spec": head_names(sharp), **ablated_metrics(sharp)}]
+# the paper's matched-random control, drawn with your function for each seed; identical draws are one row
+draws: dict[str, tuple[dict, list[int]]] = {}  # heads -> (the draw, the seeds that drew it)
 for seed in seeds:
     control = matched_random(sharp, layout.n_heads, seed)
-    rows.append({"condition": "matched_random", "n_ablated": sum(map(len, control.values())), "seed": seed,
-                 "spec": control, **ablated_metrics(control)})
+    draws.setdefault(head_names(control), (control, []))[1].append(seed)
+for names_, (control, drawn_by) in draws.items():
+    if control:  # a screen filling its layers leaves nothing to draw: no row that ablates nothing
+        rows.append({"condition": "matched_random", "label": "matched random (same layers)",
+                     "n_ablated": sum(map(len, control.values())), "seed": drawn_by[0], "spec": names_,
+                     "drawn by seeds": ", ".join(map(str, drawn_by)), **ablated_metrics(control)})
+# the any-layer control: as many heads from any layer outside the screen, distinct groups (seeds seeds[0], +1, ...)
+anywhere = matched_random_groups(sharp, layout.n_heads, len(seeds), seed=seeds[0], scope="any",
+                                 n_layers=layout.n_layers)
+any_label = f"random heads from any layer (mean of {len(anywhere.groups)} groups)"
+for seed, group in anywhere.groups:
+    rows.append({"condition": "random_any", "label": any_label, "n_ablated": sum(map(len, group.values())),
+                 "seed": seed, "spec": head_names(group), "drawn by seeds": str(seed), **ablated_metrics(group)})
 upper = {layer: list(range(layout.n_heads)) for layer in sharp}
-rows.append({"condition": "upper_bound", "n_ablated": sum(map(len, upper.values())), "spec": upper,
-             **ablated_metrics(upper)})
+rows.append({"condition": "upper_bound", "label": "upper bound (whole layers)",
+             "n_ablated": sum(map(len, upper.values())), "spec": head_names(upper), **ablated_metrics(upper)})
 ablation = pd.DataFrame(rows)
-fig = book_plots.ablation_bars(ablation, title=f"{panel}: the {screen_threshold:g}x screen {sharp} against "
-                                               "matched-random heads (top-1 accuracy of B at the query)")
+
+# how many distinct matched-random draws the seeds gave, and why (computed from the screen and the layer size)
+outside = {l: layout.n_heads - len(hs) for l, hs in sharp.items()}  # heads of each screened layer outside the screen
+possible = math.prod(math.comb(o, min(len(sharp[l]), o)) for l, o in outside.items() if o)
+why = "; ".join(f"layer {l} holds only {o} head{'s' * (o != 1)} outside the screen, which takes {len(sharp[l])} there"
+                if o else f"layer {l} holds no head outside the screen (no random head there)"
+                for l, o in outside.items())
+n_draws = sum(1 for control, _ in draws.values() if control)
+if not n_draws:
+    note = (f"The matched-random control has nothing to draw ({why}), so it is left out rather than ablating "
+            "nothing.")
+elif n_draws < len(seeds) and possible <= n_draws:
+    note = (f"The {len(seeds)} seeds ({', '.join(map(str, seeds))}) gave {n_draws} distinct matched-random "
+            f"draw{'s' * (n_draws != 1)}: {why}, so only {possible} draw{'s' * (possible != 1)} exist"
+            f"{'s' * (possible == 1)} and every seed draws {'the same heads' if possible == 1 else 'among them'} "
+            f"({' / '.join(draws)}). The table shows each distinct draw once.")
+else:
+    note = (f"The {len(seeds)} seeds gave {n_draws} distinct matched-random draws (of {possible} possible; {why}).")
+print(textwrap.fill(note, 100))
+print(textwrap.fill(f"The any-layer control: {len(anywhere.groups)} distinct groups of {anywhere.n_heads} heads, each "
+                    f"drawn from the {layout.n_layers * layout.n_heads - sum(map(len, sharp.values()))} heads outside "
+                    f"the screen in any layer (seeds {', '.join(str(s) for s, _ in anywhere.groups)}).", 100))
+
+fig = book_plots.ablation_bars(ablation, title=f"{panel}: the {screen_threshold:g}× screen ({head_names(sharp)}) "
+                                               "against random heads (top-1 accuracy of B at the query)")
 plt.show()
-ablation.round(3)
+show_table(ablation[["condition", "spec", "n_ablated", "seed", "drawn by seeds", "loss", "acc_top1"]],
+           "zero ablation at the final revision (seed: the draw's first seed; — where none is drawn)")
 
 # %% [markdown]
 # Read the bars with the layer in mind: the matched-random heads here are layer-1 heads too, and less selective
 # induction heads at that. If removing them costs about as much as removing the screened ones, the screen's 90× bar
-# separates heads that all do the job; if the screen's bar is much lower, the sharpest heads carry most of it.
+# separates heads that all do the job; if the screen's bar is much lower, the sharpest heads carry most of it. The
+# any-layer groups (mostly heads of other layers) ask a different question: does removing *any* as many heads hurt this
+# much, or only these?
 #
 # ## 3 · The participation ratio
 #

@@ -34,6 +34,8 @@ sweep: list[float] = [10.0, 20.0, 30.0, 40.0, 50.0, 75.0, 100.0]
 
 # %%
 from circuitdev import workshop
+import textwrap
+
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
@@ -65,8 +67,11 @@ else:
     dev = pd.concat([data.toy_table(p) for p in ("toy-pythia", "toy-olmo", "toy-olmoe")], ignore_index=True)
     DENSE, MOE, PYTHIA = "toy-olmo", "toy-olmoe", "toy-pythia"
     where = "the toy panels (no published files here)"
-print(f"{where}: {dev['panel'].nunique()} models, {dev.groupby('panel')['revision'].nunique().to_dict()} revisions")
-dev[["panel", "revision", "tokens_b", "layer", "head", "sel_induction", "sel_first_token", "pr"]].head()
+print(textwrap.fill(f"{where}: {dev['panel'].nunique()} models, "
+                    f"{dev.groupby('panel')['revision'].nunique().to_dict()} revisions", 100))
+# the columns this session uses (the table has more: the participation ratio `pr`, the other classes, ...)
+display.show_table(dev[["panel", "revision", "tokens_b", "layer", "head", "sel_induction", "sel_first_token"]].head(),
+                   "the first rows of the developmental table")
 
 # %% [markdown]
 # ## 1 · Re-derive a finding: the share of sink heads over training
@@ -146,8 +151,8 @@ checks.ex_5_2(final_gap)
 
 # %%
 gaps = pd.DataFrame({"threshold": sweep, "gap (pp)": [final_gap(dev, DENSE, MOE, t) for t in sweep]})
-print(f"{DENSE} minus {MOE} at the final revisions; the paper: about 10 pp")
-gaps.round(2)
+display.show_table(gaps, f"{DENSE} minus {MOE} at the final revisions; the paper: about 10 pp", precision=2,
+                   formats={"threshold": "{:g}×"})
 
 # %% [markdown]
 # On the authors' files, 30× gives about half the paper's gap; the paper's number appears at a stricter threshold. The book's
@@ -223,7 +228,7 @@ final = final[final["tokens_b"] == final["tokens_b"].max()]  # the circuit is sc
 for t in sweep:
     r = circuit_recall(dev, PYTHIA, t)  # only the columns the exercise asks for are used: yours work here too
     hit = r[r["recall"] >= 1 / 3 - 1e-9]["tokens_b"]
-    print(f"{t:>6g}x: circuit of {int((final['sel_induction'] >= t).sum())} heads, a third of it at "
+    print(f"{t:>6g}×: circuit of {int((final['sel_induction'] >= t).sum())} heads, a third of it at "
           f"{hit.min() if len(hit) else float('nan'):g}B tokens")
 audit_row("F4.recall.pythia-1b@33")
 
@@ -280,10 +285,11 @@ checks.ex_5_4(reproducing_thresholds)
 
 # %%
 exact = reproducing_thresholds(dev, DENSE, MOE, 10.0, 0.5)
-print(f"{DENSE} minus {MOE} within 10 ± 0.5 pp for thresholds in: "
-      + ("; ".join(f"({lo:.4g}, {hi:.4g}]" for lo, hi in exact) or "none"))
+print(textwrap.fill(f"{DENSE} minus {MOE} within 10 ± 0.5 pp for thresholds in: "
+                    + ("; ".join(f"({lo:.4g}×, {hi:.4g}×]" for lo, hi in exact) or "none"), 100))
 on_grid = [t for t in sweep if any(lo < t <= hi for lo, hi in exact)]
-print(f"of the grid {sweep}: {on_grid or 'none'}")
+times = lambda ts: ", ".join(f"{t:g}×" for t in ts) or "none"  # noqa: E731  [10.0, 20.0] -> "10×, 20×"
+print(textwrap.fill(f"of the grid {times(sweep)}: {times(on_grid)}", 100))
 
 # %% [markdown]
 # Where the intervals are narrow, a grid can step over them; where there are none, no threshold at all brings the data

@@ -24,21 +24,24 @@ def attention_rows(rows, *, first_a: int, title: str = "", marks: dict[int, str]
     a = np.asarray(rows.detach().cpu() if hasattr(rows, "detach") else rows, dtype=float)  # (L, H, T)
     n_layers, n_heads, t = a.shape
     marks = marks or {0: "first", first_a: "A", first_a + 1: "B", t - 2: "prev"}
-    fig, ax = plt.subplots(figsize=(10, 0.28 * n_layers * n_heads + 1.6))
+    # rows tall enough, and labels large enough, to read when the book shrinks the figure to its column
+    fig, ax = plt.subplots(figsize=(10, 0.36 * n_layers * n_heads + 1.6))
     im = ax.imshow(a.reshape(n_layers * n_heads, t), aspect="auto", cmap="magma", vmin=0, vmax=1,
                    interpolation="nearest")
     for x, label in marks.items():
         ax.axvline(x, color="#4fc3f7", lw=0.8, alpha=0.7)
-        ax.text(x, -0.9, label, ha="center", va="bottom", fontsize=8, color="#0277bd")
+        # adjacent marks (A and B) lean apart instead of printing over each other
+        ha = "right" if x + 1 in marks else "left" if x - 1 in marks else "center"
+        ax.text(x, -0.9, label, ha=ha, va="bottom", fontsize=11, color="#0277bd")
     ax.set_yticks(range(n_layers * n_heads), [f"L{l}H{h}" for l in range(n_layers) for h in range(n_heads)],
-                  fontsize=7)
+                  fontsize=11)
     for boundary in range(n_heads, n_layers * n_heads, n_heads):
         ax.axhline(boundary - 0.5, color="white", lw=1.2)
-    ax.set_xlabel("key position (the query is the last position, the second A)")
+    ax.set_xlabel("key position (the query is the last position, the second A)", fontsize=11)
     ax.grid(False)
     fig.colorbar(im, ax=ax, label="attention", fraction=0.03, pad=0.01)
     if title:
-        ax.set_title(title, pad=16)
+        ax.set_title(title, pad=24)
     fig.tight_layout()
     return fig
 

@@ -14,8 +14,9 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import LogLocator
+from matplotlib.ticker import LogLocator, MaxNLocator
 
+from circuitdev.analysis.findings import ALL
 from circuitdev.book.plots.axes import figure_title, placeholder, plain_log_ticks, tier_title
 
 # How each claim's value is drawn: axis label, scale, and a reference line (the statement's own bar), if any.
@@ -27,6 +28,8 @@ _VALUE_AXES: dict[str, tuple[str, str, float | None]] = {
     "F4.recall": ("first revision reaching the level (tokens, B)", "log", None),
     "F5.lead": ("median PR lead (checkpoints)", "linear", 0.0),
 }
+# the row about every model at once counts something else than one model's value
+_ALL_LABELS = {"F2.shapes": "models with the paper's shape (of 3)"}
 _VARIED_WORDS = {"first_token": "first-token bar", "induction": "induction bar", "previous_token": "previous-token bar",
                  "self": "self bar"}
 _LINE_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
@@ -77,7 +80,7 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
                                facecolors=np.where(gk["holds"], c, "white"), edgecolors=c, linewidths=1.1)
             paper = gl["paper_threshold"].iloc[0]
             ax.axvline(paper, color=colors[(item, varied)], lw=1, ls=":", zorder=1)
-        if ref is not None:
+        if ref is not None and panel != ALL:  # the statement's own bar is a per-model one
             ax.axhline(ref, color="#555", lw=0.8, zorder=0)
         ax.set_xscale("log")
         plain_log_ticks(ax, "x")
@@ -90,8 +93,14 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
         elif scale == "symlog":
             ax.set_yscale("symlog", linthresh=1)
             plain_log_ticks(ax)
+        ax.margins(y=0.12)  # markers at the extremes stay inside the frame
+        vals = here["value"].dropna()
+        if scale != "log" and len(vals) and vals.max() == vals.min():  # a flat line: room around it, whole ticks
+            ax.set_yscale("linear")
+            ax.set_ylim(vals.min() - 1, vals.max() + 1)
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("bar (selectivity threshold, ×, log scale)")
-        ax.set_ylabel(label, fontsize=8)
+        ax.set_ylabel(_ALL_LABELS.get(claim, label) if panel == ALL else label, fontsize=8)
         ax.set_title(f"{panel} · {tier_title(tier)}" if tier else panel, fontsize=9)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")

@@ -30,6 +30,7 @@ import pandas as pd
 
 from circuitdev.analysis import findings
 from circuitdev.book import Source, chapter, plots
+from circuitdev.book.behaviour import record_revision_tables
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -177,6 +178,38 @@ ch.figure(plots.sink_floor(lowest, floor_layers=tuple(floor_layers)), name="fig-
 ch.table(floor.drop(columns="text").assign(measure=floor["measure"].map(names)),
          caption="F1's floor under each measure: heads it flags at some revision, the lowest layer among them, the "
                  "floor-layer heads it flags and the first revision one is, whether the floor holds.")
+
+# %% [markdown]
+# ## A large first-position activation?
+#
+# The paper's mechanism for F1: a head can park its attention on position 0 only once the residual stream there
+# holds an activation far larger than at other positions ("massive activations"), one its keys can find, and the
+# stream that layers 0 and 1 read has not built one yet. Every record of our probe stores, per depth, the residual
+# stream's norm at position 0 against its median over the other positions ({numref}`fig-sink-norms`; a line is
+# thick where sink heads of the next layer read it). Toy panel — {glue:text}`sink-norms-toy`. Measured real
+# panels — {glue:text}`sink-norms-measured`.
+#
+# Read this with one difference in mind: the toy is trained and probed with a BOS token at position 0, so its first
+# position always holds the same token, whose embedding alone can mark it; the paper's induction batch starts with
+# a random token, so a sink in the real models is a position-0 sink, not a BOS-token sink, and whatever marks the
+# first position must be built from its position.
+
+# %% tags=["remove-input", "full-width"]
+revs = record_revision_tables(ch.tiers, ch.folders.results_dir)
+norms = pd.concat([findings.position_norms(g.drop(columns="tier")).assign(tier=t) for t, g in
+                   revs.groupby("tier", sort=False)], ignore_index=True) if len(revs) else pd.DataFrame()
+said = pd.concat([findings.norm_summary(g.drop(columns="tier"), flags[flags["tier"] == t]).assign(tier=t) for t, g in
+                  norms.groupby("tier", sort=False)], ignore_index=True) if len(norms) else pd.DataFrame()
+for tier in ("toy", "measured"):
+    rows = said[said["tier"] == tier] if len(said) else said
+    ch.glue(f"norms-{tier}", "; ".join(f"in {p}, {t}" for p, t in zip(rows["panel"], rows["text"])) if len(rows)
+            else None, absent="none in this build with first-position norms (records of format 3 or later carry them: "
+            + ("make book" if tier == "toy" else "circuitdev probe --panel pythia-1b") + ")")
+ch.figure(plots.first_position_norms(norms, records), name="fig-sink-norms",
+          caption="The residual stream's norm at position 0 over the median norm of the other positions, per depth "
+                  "(the embeddings, then the output of each layer), over training; the dotted line is 1× (position 0 "
+                  "like any other); a line is thick from the first revision a head of the layer reading it is a "
+                  f"second-A sink (≥ {bos_threshold:g}×).")
 
 # %% [markdown]
 # ## Why they differ

@@ -118,3 +118,39 @@ def test_floor_texts_and_the_mass_a_bar_means():
         row[0] = m
         assert row.sum() == pytest.approx(1.0) and row[0] / row[1:].mean() == pytest.approx(30.0)
     assert F.mass_for_selectivity(30.0, 256) == pytest.approx(0.105, abs=1e-3)
+
+
+def revision_norms(panel: str = "toy-s") -> pd.DataFrame:
+    """A revision table with norms of two streams over three revisions: position 0 grows after layer 0."""
+    pos0 = {"embed": [1.0, 1.0, 1.0], "l0": [1.0, 4.0, 9.0]}
+    median = {"embed": [1.0, 1.0, 1.0], "l0": [2.0, 2.0, 3.0]}
+    rev = pd.DataFrame({"panel": panel, "revision": ["step0", "step10", "step20"], "step": [0, 10, 20],
+                        "tokens_b": [0.0, 1e-5, 2e-5]})
+    for s in pos0:
+        rev[f"norm_pos0_{s}"], rev[f"norm_median_{s}"] = pos0[s], median[s]
+        rev[f"norm_ratio_{s}"] = np.array(pos0[s]) / np.array(median[s])
+    return rev
+
+
+def test_first_position_norms_long_form_and_the_sink_layer_they_feed():
+    """position_norms: one row per (revision, stream) with depth 0 = embeddings, 1 = after layer 0; norm_summary
+    finds the largest ratio (numpy on the same numbers) and the ratio a sink head of layer 1 reads (depth 1)."""
+    rev = revision_norms()
+    norms = F.position_norms(rev)
+    assert list(norms.columns) == F.NORM_COLUMNS and len(norms) == 6
+    assert list(norms["revision"]) == ["step0", "step0", "step10", "step10", "step20", "step20"]
+    assert list(norms.loc[norms["stream"] == "l0", "depth"]) == [1, 1, 1]
+    ratios = np.concatenate([rev["norm_ratio_embed"], rev["norm_ratio_l0"]])
+    flags = pd.DataFrame({"panel": "toy-s", "revision": "step20", "layer": [1, 2], "head": [0, 0],
+                          "second_a": pd.array([True, False], dtype="boolean")})
+    s = F.norm_summary(norms, flags).iloc[0]
+    assert s["largest"] == pytest.approx(ratios.max()) and s["largest_stream"] == "l0"
+    assert s["sink_layers"] == [1] and s["ratio_at_sinks"] == pytest.approx(3.0)
+    assert "after layer 0, at step20" in s["text"] and "3× (layer 1)" in s["text"]
+    none = F.norm_summary(norms, flags.assign(second_a=pd.array([False, False], dtype="boolean"))).iloc[0]
+    assert np.isnan(none["ratio_at_sinks"]) and "no head is a sink at step20" in none["text"]
+    assert F.position_norms(rev.drop(columns=[c for c in rev.columns if c.startswith("norm_")])).empty  # format 2
+    fig = plots.first_position_norms(norms.assign(tier="toy"), flags.assign(tokens_b=2e-5, tier="toy"))
+    assert_titled(fig)
+    assert any("read by sink heads of layer 1" in t.get_text() for t in fig.legends[0].get_texts())
+    assert_placeholder(plots.first_position_norms(F.position_norms(rev.iloc[:0])), "first_position_norms")

@@ -46,3 +46,25 @@ def record_behaviour(tiers: Tiers, results_dir: str | Path, *,
         return pd.DataFrame(columns=["tier", "panel", "milestone"])
     out = pd.concat(frames, ignore_index=True)
     return out[["tier", *[c for c in out.columns if c != "tier"]]]
+
+
+def record_revision_tables(tiers: Tiers, results_dir: str | Path) -> pd.DataFrame:
+    """The per-revision table (sources.store.load_revision_table: behaviour, first-position norms, ablation over
+    training) of every panel of the present record tiers, with a `tier` column first; panels that cannot be read give
+    no rows. Empty (columns tier, panel, revision) when there are none."""
+    from circuitdev.sources.store import load_revision_table
+
+    frames = []
+    for tier in tiers.present:
+        if tier.name == "published":
+            continue
+        for panel in tier.panels:
+            try:
+                frames.append(load_revision_table(results_dir, panel).assign(tier=tier.name))
+            except (CircuitdevError, OSError):
+                continue
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=["tier", "panel", "revision"])
+    out = pd.concat(frames, ignore_index=True)
+    return out[["tier", *[c for c in out.columns if c != "tier"]]]

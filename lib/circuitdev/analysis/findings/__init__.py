@@ -13,6 +13,7 @@ developmental table; one module per finding, as the book has one page per findin
     spectral_topk   scaled_k, topk_heads, topk_breakdown, topk_dominance (the authors' top-K PR ranking)
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
     sink_measures   sink_flags, measure_counts, measure_agreement, sink_onsets, floor_by_measure, lowest_layers
+    first_position  position_norms, norm_summary (the position-0 residual norm against the median's, beside sinks)
     robustness      ROBUSTNESS_THRESHOLDS, ROBUSTNESS_CLAIMS, robustness_table (every threshold-dependent claim
                     over one grid of bars and rules)
     robustness_reading  holds_ranges, ranges_text, ranges_sentence, claim_summary, rule_verdicts (reading it)
@@ -75,6 +76,7 @@ from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FOR
                                                      parse_head, pr_elevated, pr_features, pr_lead,
                                                      pr_lead_sensitivity)
 from circuitdev.analysis.findings.f6_noise_floor import NULL_COLUMNS, noise_floor, null_statistics
+from circuitdev.analysis.findings.first_position import NORM_COLUMNS, norm_summary, position_norms, stream_words
 from circuitdev.analysis.findings.sink_measures import (AGREEMENT_COLUMNS, FLOOR_COLUMNS, GU_EPSILON, MEASURE_COLUMNS,
                                                         SINK_MEASURES, SinkMeasure, floor_by_measure,
                                                         floor_texts, lowest_layers, mass_for_selectivity,
@@ -130,6 +132,7 @@ __all__ = [
     "SinkMeasure", "SINK_MEASURES", "MEASURE_COLUMNS", "GU_EPSILON", "AGREEMENT_COLUMNS", "FLOOR_COLUMNS",
     "sink_flags", "measured", "measure_counts", "measure_agreement", "sink_onsets", "floor_by_measure",
     "lowest_layers", "floor_texts", "mass_for_selectivity",
+    "NORM_COLUMNS", "position_norms", "norm_summary", "stream_words",
     # sensitivity
     "SENSITIVITY_THRESHOLDS", "threshold_sensitivity", "shape_sensitivity", "transition_range",
     # refinement

@@ -4,12 +4,14 @@ two per row."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from circuitdev.book.plots.axes import figure_title, placeholder
+from circuitdev.analysis.findings import stream_words
+from circuitdev.book.plots.axes import figure_title, placeholder, plain_log_ticks
 from circuitdev.book.plots.panel_grid import figure_legend, finish_panel, panel_axes, panel_keys
 
 MEASURE_STYLES = {"second_a": ("#1f77b4", "o", "second-A selectivity ≥ bar (paper)"),
@@ -94,4 +96,41 @@ def sink_floor(lowest: pd.DataFrame, *, floor_layers: tuple[int, ...] = (0, 1)) 
         finish_panel(ax, axis, tier, panel)
     figure_legend(fig, [c[0] for c in cells])
     figure_title(fig, "F1's floor under each measure: the lowest layer with a sink head, per revision")
+    return fig
+
+
+def first_position_norms(norms: pd.DataFrame, flags: pd.DataFrame | None = None, *,
+                         measure: str = "second_a") -> Figure:
+    """The position-0 residual norm against the median position's, per stream (one line per depth: the embeddings,
+    then after each layer) over training, one axis per record panel (log y; the dotted line is 1×, no difference).
+    A stream a sink head reads (its layer's input) is drawn thick from the first revision a head of that layer is a
+    sink under `measure`. `norms`: findings.position_norms + tier; `flags`: findings.sink_flags + tier."""
+    if norms.empty:
+        return placeholder("No record carries first-position norms (records of format 3 or later do).",
+                           title="First-position norms")
+    depths = sorted(norms["depth"].unique())
+    palette = plt.get_cmap("viridis")
+    colors = {d: palette(i / max(len(depths) - 1, 1)) for i, d in enumerate(depths)}
+    fig, cells = panel_axes(norms, height=3.0)
+    for ax, tier, panel, g, axis in cells:
+        f = flags[(flags["tier"] == tier) & (flags["panel"] == panel)] if flags is not None and len(flags) else None
+        for (depth, stream), gs in g.groupby(["depth", "stream"], sort=True):
+            x = axis.x(gs["tokens"])
+            ax.plot(x, gs["norm_ratio"], color=colors[depth], lw=1.3, marker="o", ms=2.5,
+                    label=stream_words(stream))
+            sinks = f[(f["layer"] == depth) & f[measure].fillna(False).astype(bool)] if f is not None else None
+            if sinks is not None and len(sinks):  # a sink layer's input, thick from its first sink on
+                first = sinks["tokens_b"].min()
+                later = gs[gs["tokens_b"] >= first]
+                ax.plot(axis.x(later["tokens"]), later["norm_ratio"], color=colors[depth], lw=4, alpha=0.45,
+                        solid_capstyle="round", label=f"read by sink heads of layer {depth}")
+        ax.axhline(1.0, color="#555", lw=0.8, ls=":")
+        ax.set_yscale("log")
+        # an untrained model whose position-0 token embeds as zero (a padding row) reads ~0: keep the axis on the rest
+        ax.set_ylim(max(0.2, 0.8 * g.loc[g["norm_ratio"] > 0.05, "norm_ratio"].min()), 1.3 * g["norm_ratio"].max())
+        plain_log_ticks(ax)
+        ax.set_ylabel("‖h₀‖ / median ‖hₜ‖")
+        finish_panel(ax, axis, tier, panel)
+    figure_legend(fig, [c[0] for c in cells], ncol=4)
+    figure_title(fig, "The residual stream's norm at position 0 against the median position, per depth")
     return fig

@@ -102,6 +102,7 @@ at_bar = table[table["threshold"] == table["paper_threshold"]] if len(table) els
 verdicts = findings.rule_verdicts(at_bar)
 ch.glue("rule-flips", int(verdicts["flips"].sum()) if len(verdicts) else None)
 ch.glue("rule-cells", len(verdicts) if len(verdicts) else None)
-ch.table(verdicts, caption="Each claim at the paper's bar under every rule variant (holds / fails; * a bound).")
+ch.table(verdicts, caption="Each claim at the paper's bar: its verdict under the paper's rule, then under the other "
+         "rule variants (holds / fails; * a bound).")
 ch.table(findings.claim_summary(table) if len(table) else table,
          caption="Per claim, model and moving bar: bars where the paper's statement holds (under the paper's rule).")

@@ -108,9 +108,10 @@ else:
 # The table below gives the first probed revision at which each event holds, per panel. In words, the first
 # previous-token head (≥ {glue:text}`toy-prev-threshold`) appeared at {glue:text}`toy-prev-first-revisions` and the
 # first induction head (≥ {glue:text}`toy-induction-threshold`) at {glue:text}`toy-induction-first-list`; the default
-# recipe's second phase, which brings the repeat and backcopy windows, starts at {glue:text}`toy-phase-step`. F3's
-# two milestones in each panel, three induction heads and sink heads (≥ {glue:text}`toy-sink-threshold`) in 10% of
-# the heads, came in this order: {glue:text}`toy-order-list`.
+# recipe's second phase, which brings the repeat and backcopy windows, starts at {glue:text}`toy-phase-step`. Two
+# of F3's milestones in each panel, three induction heads and sink heads (≥ {glue:text}`toy-sink-threshold`) in 10%
+# of the heads — F3's earliest sink milestone, not the sink majority (50%) its gap is measured to, which the F3
+# chapter gives as a bound — came in this order: {glue:text}`toy-order-list`.
 
 # %% tags=["remove-input"]
 if len(events) and "panel" in events.columns:

@@ -232,10 +232,10 @@ def test_audit_on_the_fixture(published_fixture, tmp_path):  # noqa: F811
     reasons = dict(zip(result.table["id"], result.table["reason"]))
     # 8/12 heads at 30x; 4/12 = 33.3% for thresholds in (40, 60]
     assert "data give 66.6667" in reasons["T.bos@300"]
-    assert "reproduced at threshold(s) 50, 60x" in reasons["T.bos@300"]
+    assert "reproduced at thresholds 50–60× (of the grid" in reasons["T.bos@300"]
     # 100% recall already at step3000: every screen head passes there. Thresholds <= 40 keep L0H3 (49.99 at
     # step3000) in a screen it passes; 75-150 leave L2H3 alone (171.8 at step3000); 50-60 fail; 200+ is empty.
-    assert "reproduced at threshold(s) 2, 3, 5, 7, 10, 15, 20, 25, 30, 40, 75, 100, 150x" in reasons["T.recall"]
+    assert "reproduced at thresholds 2–40×, 75–150× (of the grid" in reasons["T.recall"]
     assert "step143000: 3/3 heads (L0H3 L1H2 L2H3)" in reasons["T.recall"]
     assert set(result.unverified["id"]) == {"T.absent", "T.null", "T.ablation@pythia-1b/ablate_matched_random/3",
                                             "T.lead"}

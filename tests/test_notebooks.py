@@ -378,7 +378,7 @@ def test_tables_show_whole_numbers_as_integers_and_keep_every_column_format(monk
     df = pd.DataFrame({"value": [1.23456, 2.5], "step": [600.0, 1000.0], "share": [0.5, 0.25], "gone": [None, 3.0]})
     display.show_table(df, "t", formats={"share": "{:.0%}"})
     cells = re.findall(r'class="data row\d col\d" >([^<]*)<', shown[0].to_html())
-    assert cells == ["1.235", "600", "50%", "—", "2.500", "1,000", "25%", "3"]
+    assert cells == ["1.23", "600", "50%", "—", "2.5", "1,000", "25%", "3"]
 
 
 def test_tables_say_tokens_bars_and_booleans_in_words(monkeypatch):
@@ -393,8 +393,8 @@ def test_tables_say_tokens_bars_and_booleans_in_words(monkeypatch):
     display.show_table(df, "t")
     html_text = shown[0].to_html()
     cells = re.findall(r'class="data row\d col\d" >(.*?)</td>', html_text)
-    assert cells == ["3.05T", "1000×", "yes", "run <code>circuitdev toy train</code> first", "1.000",
-                     "1.53M", "2.5×", "no", "—", "2.500"]
+    assert cells == ["3.05T", "1000×", "yes", "run <code>circuitdev toy train</code> first", "1",
+                     "1.53M", "2.5×", "no", "—", "2.5"]
     headers = re.findall(r'class="col_heading level0 col\d" >([^<]*)<', html_text)
     assert headers == ["tokens", "paper threshold", "holds", "reason", "rise pp"]
 
@@ -417,7 +417,8 @@ def test_an_absent_tier_says_what_is_missing_and_how_to_add_it(monkeypatch, tmp_
     ch.glue_tier_sentence("measured-floor", frame, "it holds at {held} of {runs} revisions", tier="measured")
     assert ch.glued["f1-toy-floor"] == "it holds at 3 of 4 revisions"
     absent = ch.glued["f1-measured-floor"]
-    assert "n/a" not in absent and "circuitdev probe --panel pythia-1b" in absent and "`" not in absent
+    assert "n/a" not in absent and "note" in absent and "`" not in absent and "--" not in absent
+    assert "circuitdev probe --panel pythia-1b" in ch.tiers.tiers["measured"].note  # the note the sentence points at
 
 
 def test_tables_with_a_repeated_column_name_still_show(monkeypatch):

@@ -338,7 +338,7 @@ def where_heads_sit(table: pd.DataFrame) -> str:
     return "; ".join(parts) + "." if parts else "no head reaches 30× in any class."
 
 
-print(textwrap.fill(f"{panel}, final checkpoint: {where_heads_sit(table)}", 100, break_on_hyphens=False))
+print(textwrap.fill(f"{panel}, final checkpoint: {where_heads_sit(table)}", 80, break_on_hyphens=False))
 
 # %% [markdown]
 # A class's heads need not share a layer: the previous-token screen can find heads in more than one layer, and an

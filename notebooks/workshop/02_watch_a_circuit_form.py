@@ -64,7 +64,7 @@ plt.show()
 recipe = data.mini_recipe()
 print(textwrap.fill(f"the mini preset: {recipe.n_layer} layers x {recipe.n_head} heads, d_model {recipe.d_model}, "
                     f"{recipe.steps} steps of {recipe.batch_size} x {recipe.seq_len} tokens; "
-                    f"checkpoints at steps {list(recipe.grid())}", 100))
+                    f"checkpoints at steps {list(recipe.grid())}", 80))
 
 # %% [markdown]
 # How fast can this machine train? On a laptop doing other work, torch's threads compete with that work: on a busy
@@ -74,13 +74,13 @@ print(textwrap.fill(f"the mini preset: {recipe.n_layer} layers x {recipe.n_head}
 
 # %%
 # this machine's fastest torch thread count, and how long the mini run should take
-plan = data.training_plan(log=lambda line: print(textwrap.fill(line, 100)))
-print(textwrap.fill(plan.summary(), 100))
+plan = data.training_plan(log=lambda line: print(textwrap.fill(line, 80)))
+print(textwrap.fill(plan.summary(), 80))
 
 # %%
 run = data.train_mini(family, retrain=retrain, threads=plan.threads)  # a progress bar and the loss, live
 # the time measured in this run, beside what this machine was expected to take
-print(textwrap.fill(data.timing_note(run, plan), 100))
+print(textwrap.fill(data.timing_note(run, plan), 80))
 
 # %% [markdown]
 # The dashed line is where the curriculum's second phase starts: until then the model sees text and *periodic* windows

@@ -236,10 +236,10 @@ elif n_draws < len(seeds) and possible <= n_draws:
             f"({' / '.join(draws)}). The table shows each distinct draw once.")
 else:
     note = (f"The {len(seeds)} seeds gave {n_draws} distinct matched-random draws (of {possible} possible; {why}).")
-print(textwrap.fill(note, 100))
+print(textwrap.fill(note, 80))
 print(textwrap.fill(f"The any-layer control: {len(anywhere.groups)} distinct groups of {anywhere.n_heads} heads, each "
                     f"drawn from the {layout.n_layers * layout.n_heads - sum(map(len, sharp.values()))} heads outside "
-                    f"the screen in any layer (seeds {', '.join(str(s) for s, _ in anywhere.groups)}).", 100))
+                    f"the screen in any layer (seeds {', '.join(str(s) for s, _ in anywhere.groups)}).", 80))
 
 fig = book_plots.ablation_bars(ablation, title=f"{panel}: the {screen_threshold:g}× screen ({head_names(sharp)}) "
                                                "against random heads (top-1 accuracy of B at the query)")

@@ -68,7 +68,7 @@ else:
     DENSE, MOE, PYTHIA = "toy-olmo", "toy-olmoe", "toy-pythia"
     where = "the toy panels (no published files here)"
 print(textwrap.fill(f"{where}: {dev['panel'].nunique()} models, "
-                    f"{dev.groupby('panel')['revision'].nunique().to_dict()} revisions", 100))
+                    f"{dev.groupby('panel')['revision'].nunique().to_dict()} revisions", 80))
 # the columns this session uses (the table has more: the participation ratio `pr`, the other classes, ...)
 display.show_table(dev[["panel", "revision", "tokens_b", "layer", "head", "sel_induction", "sel_first_token"]].head(),
                    "the first rows of the developmental table")
@@ -286,10 +286,10 @@ checks.ex_5_4(reproducing_thresholds)
 # %%
 exact = reproducing_thresholds(dev, DENSE, MOE, 10.0, 0.5)
 print(textwrap.fill(f"{DENSE} minus {MOE} within 10 ± 0.5 pp for thresholds in: "
-                    + ("; ".join(f"({lo:.4g}×, {hi:.4g}×]" for lo, hi in exact) or "none"), 100))
+                    + ("; ".join(f"({lo:.4g}×, {hi:.4g}×]" for lo, hi in exact) or "none"), 80))
 on_grid = [t for t in sweep if any(lo < t <= hi for lo, hi in exact)]
 times = lambda ts: ", ".join(f"{t:g}×" for t in ts) or "none"  # noqa: E731  [10.0, 20.0] -> "10×, 20×"
-print(textwrap.fill(f"of the grid {times(sweep)}: {times(on_grid)}", 100))
+print(textwrap.fill(f"of the grid {times(sweep)}: {times(on_grid)}", 80))
 
 # %% [markdown]
 # Where the intervals are narrow, a grid can step over them; where there are none, no threshold at all brings the data

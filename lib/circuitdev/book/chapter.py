@@ -150,11 +150,13 @@ class Chapter:
 
     def glue_tier_sentence(self, key: str, frame: pd.DataFrame, template: str, *, tier: str) -> None:
         """Glue `template.format(**row)` for `frame`'s row of `tier` (its `tier` column); a tier without a row glues
-        what is absent and how to add it (the tier's note) instead of "n/a of n/a"."""
+        a short sentence pointing at the page's note on the absent tier (what is missing, the command that adds it:
+        commands do not survive inline prose) instead of "n/a of n/a"."""
         rows = frame[frame["tier"] == tier].to_dict("records") if len(frame) else []
-        absent = self.tiers.tiers.get(tier)
+        requested = tier in self.tiers.tiers
         self.glue(key, template.format(**rows[0]) if rows else None,
-                  absent=display.plain_text(absent.note) if absent is not None and absent.note else "not in this build")
+                  absent="none in this build (the note at the top of the page says how to add them)" if requested
+                  else "not shown on this page (its sources leave this tier out)")
 
     def glue_list(self, key: str, frame: pd.DataFrame, column: str, fmt: str | Callable[[Any], str] = "{}", *,
                   tier: str | None = None, sep: str = ", ", missing: str = "n/a",

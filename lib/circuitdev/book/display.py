@@ -9,10 +9,13 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 import re
 from typing import Any, Callable, Literal
 
 import pandas as pd
+
+from circuitdev.analysis.units import fmt_tokens, fmt_tokens_b  # noqa: F401  (re-exported: display.fmt_tokens)
 
 
 # ------------------------------------------------------------------------------------------------ number formats
@@ -25,23 +28,6 @@ def is_missing(value: Any) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
-
-
-def fmt_tokens(tokens: float) -> str:
-    """A token count -> "6.29B", "2.05M", "3.05T", "500", "0" ("n/a" when missing). Callers holding billions
-    (`tokens_b`) pass tokens_b * 1e9."""
-    if is_missing(tokens):
-        return "n/a"
-    x = float(tokens)
-    for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= div:
-            return f"{x / div:.3g}{unit}"
-    return f"{x:.3g}"
-
-
-def fmt_tokens_b(tokens_b: float) -> str:
-    """A count in billions of tokens (the developmental table's `tokens_b`) -> "6.29B" (see `fmt_tokens`)."""
-    return "n/a" if is_missing(tokens_b) else fmt_tokens(float(tokens_b) * 1e9)
 
 
 def fmt_pct(fraction: float, decimals: int = 1) -> str:
@@ -184,9 +170,23 @@ def _cell_markdown(value: Any) -> Any:
     return value
 
 
-def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index: bool = False,
+def significant(value: Any, digits: int = 3) -> str:
+    """A measured number with `digits` significant digits and no trailing zeros, never in e-notation: 47.67 -> "47.7",
+    0.3681 -> "0.368", 4.5 -> "4.5", 2.0 -> "2", 1234.5 -> "1,234"; "—" when missing."""
+    if is_missing(value):
+        return "—"
+    v = float(value)
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    text = f"{v:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def show_table(df: pd.DataFrame, caption: str = "", *, precision: int | None = None, index: bool = False,
                formats: dict[str, str | Callable[[Any], str]] | None = None) -> None:
-    """A table with a caption; floats with `precision` decimals unless `formats` gives a column its own format
+    """A table with a caption; floats with three significant digits (`significant`; `precision`: that many decimals
+    instead) unless `formats` gives a column its own format
     ("{:.1%}", a callable, ...); float columns holding whole numbers only (steps, counts) as integers; token counts
     (`tokens_b`, `*_tokens_b`) as "6.29B", bars (`threshold`, `*_threshold`) as "30×", booleans as yes / no, inline
     code in text cells as code; headers in words (`rise_pp` -> "rise pp"). Missing values show as "—". Short cells
@@ -198,7 +198,7 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index
         df = df.copy()
         for i in text:
             df.isetitem(i, df.iloc[:, i].map(_cell_markdown))
-    styler = df.style.format(precision=precision, thousands=",", na_rep="—")
+    styler = df.style.format(precision=3 if precision is None else precision, thousands=",", na_rep="—")
     # formats by name need unique names: a table that repeats a name keeps the caller's formats only
     defaults = _default_formats(df) if df.columns.is_unique else {}
     own = {k: v for k, v in {**defaults, **(formats or {})}.items() if k in df.columns}
@@ -207,6 +207,10 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int = 3, index
     whole = [c for c in _integral_columns(df) if c not in own]
     if whole:
         styler = styler.format({c: "{:,.0f}" for c in whole}, na_rep="—", subset=whole)
+    measured = [c for c in df.columns if pd.api.types.is_float_dtype(df[c]) and c not in own and c not in whole] \
+        if precision is None and df.columns.is_unique else []
+    if measured:
+        styler = styler.format({c: significant for c in measured}, subset=measured)
     styler = styler.format_index(_header, axis=1)
     if not index:
         styler = styler.hide(axis="index")

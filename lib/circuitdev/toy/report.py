@@ -69,7 +69,7 @@ def toy_events(*, induction: float = 50.0, sink: float = 30.0, prev: float = 100
             Event("three induction heads (F3's milestone)", "induction-3", "sel_induction", induction, min_heads=3),
             Event("a sink head at the second A", "sink-first", "sel_first_token", sink),
             Event("a sink head over all queries", "sink-allq-first", "sel_first_token_allq", sink),
-            Event("sink heads in 10% of heads (F3's milestone)", "sinks-10pct", "sel_first_token", sink,
+            Event("sink heads in 10% of heads (F3's earliest sink milestone)", "sinks-10pct", "sel_first_token", sink,
                   min_fraction=0.10))
 
 

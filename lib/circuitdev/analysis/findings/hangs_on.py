@@ -200,7 +200,7 @@ def hangs_on(dev: pd.DataFrame, claim: str, *, rule: CountingRule = "per-class")
                 rows.append({"panel": panel, "item": head_class, "varied": CLASS_VARIED[head_class], "head": None,
                              "bar": FORMATION_THRESHOLDS[head_class], "head_value": median, "margin": np.nan,
                              "text": f"{said} over the {lead.count()} of {len(g)} {head_class} heads with a lead "
-                                     f"({listed}); {at_first} of the {len(g)} formed or were elevated at the first "
+                                     f"(each head's: {listed}); {at_first} of the {len(g)} formed or were elevated at the first "
                                      "probed revision, where a lead is a bound"})
     out = pd.DataFrame(rows).assign(claim=claim) if rows else pd.DataFrame(columns=HANGS_ON_COLUMNS)
     return out.reindex(columns=HANGS_ON_COLUMNS)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis.findings.robustness import ROBUSTNESS_CLAIMS, ROBUSTNESS_THRESHOLDS, robust_claim
+from circuitdev.analysis.units import fmt_tokens_b
 from circuitdev.errors import ConfigError
 
 
@@ -68,32 +69,54 @@ def claim_summary(table: pd.DataFrame) -> pd.DataFrame:
         where = dict(zip(keys, key))
         at = g[g["threshold"] == g["paper_threshold"]]
         ranges = holds_ranges(g, where["claim"], panel=where["panel"], varied=where["varied"], item=where["item"])
+        value = float(at["value"].iloc[0]) if len(at) else np.nan
         rows.append({**where, "bars": len(g), "held": int(g["holds"].sum()), "ranges": ranges_text(ranges),
                      "paper_threshold": g["paper_threshold"].iloc[0],
                      "holds_at_paper": bool(at["holds"].iloc[0]) if len(at) else None,
-                     "value_at_paper": float(at["value"].iloc[0]) if len(at) else np.nan,
+                     "value_at_paper": value, "value_text": value_text(where["claim"], value),
                      "censored": int(g["censored"].sum())})
-    front = [k for k in keys if k not in ("tier", "varied")]  # what a reader scans for first, then the verdict
-    return pd.DataFrame(rows, columns=[*front, "holds_at_paper", "value_at_paper", "ranges", "held", "bars",
-                                       "censored", "varied", "paper_threshold", *(["tier"] if "tier" in keys else [])])
+    front = [k for k in keys if k not in ("tier",)]  # what a reader scans for first, then the verdict
+    return pd.DataFrame(rows, columns=[*front, "holds_at_paper", "value_text", "ranges", "held", "bars", "censored",
+                                       "value_at_paper", "paper_threshold", *(["tier"] if "tier" in keys else [])])
+
+
+def value_text(claim: str, value: float) -> str | None:
+    """A claim's value in its own unit: F1 a count of heads, F2 a share, F3's gap a ratio, milestones and recall
+    levels training tokens, F5 checkpoints."""
+    if not np.isfinite(value):
+        return None
+    family = claim.split(".")[0]
+    if claim == "F3.gap":
+        return f"{value:.3g}×"
+    if claim in ("F3.milestones", "F4.recall"):
+        return fmt_tokens_b(value)
+    return {"F1": f"{value:g} heads", "F2": f"{100 * value:.0f}% in the largest jump",
+            "F5": f"{value:g} checkpoints"}.get(family, f"{value:.3g}")
 
 
 def rule_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     """Per claim cell (tier, claim, panel, item, varied, threshold) evaluated under more than one rule: the verdict
-    under each rule as a column ("holds" / "fails", "*" when the value is a bound) and `flips`, whether the rules
+    under the paper's rule (`verdict`: "holds" / "fails", "*" when the value is a bound; `paper_rule`), the verdicts
+    under the others in one text column (`other_rules`: "best-class: fails; ...") and `flips`, whether the rules
     disagree. Pass the rows at the paper's bar (threshold == paper_threshold) to ask whether a verdict rests on the
     rule."""
     keys = [c for c in ("tier", "claim", "panel", "item", "varied", "threshold") if c in table.columns]
     if table.empty:
         return pd.DataFrame(columns=[*keys, "flips"])
     said = table.assign(verdict=np.where(table["holds"], "holds", "fails") + np.where(table["censored"], "*", ""))
-    wide = said.pivot_table(index=keys, columns="rule", values="verdict", aggfunc="first", sort=False)
-    flips = said.groupby(keys, sort=False)["holds"].nunique() > 1
-    several = said.groupby(keys, sort=False)["rule"].nunique() > 1
-    out = wide.assign(flips=flips.reindex(wide.index)).loc[several.reindex(wide.index).to_numpy()]
-    out = out.reset_index().rename_axis(columns=None)
+    rows = []
+    for key, g in said.groupby(keys, sort=False):
+        if g["rule"].nunique() < 2:
+            continue
+        paper = g[g["paper_rule"].astype(bool)] if "paper_rule" in g.columns else g.iloc[:1]
+        paper = paper if len(paper) else g.iloc[:1]
+        others = g.drop(index=paper.index)
+        rows.append({**dict(zip(keys, key)), "paper_rule": paper["rule"].iloc[0], "verdict": paper["verdict"].iloc[0],
+                     "other_rules": "; ".join(f"{r}: {v}" for r, v in zip(others["rule"], others["verdict"])),
+                     "flips": bool(g["holds"].nunique() > 1)})
     front = [k for k in keys if k in ("claim", "panel", "item")]  # the claim, then its verdicts, then the bar
-    return out[[*front, *wide.columns, "flips", *[k for k in keys if k not in front]]]
+    return pd.DataFrame(rows, columns=[*front, "verdict", "paper_rule", "other_rules", "flips",
+                                       *[k for k in keys if k not in front]])
 
 
 def claims_frame(claims: Sequence[str] | None = None) -> pd.DataFrame:

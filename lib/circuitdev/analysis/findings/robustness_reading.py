@@ -115,7 +115,7 @@ def rule_verdicts(table: pd.DataFrame) -> pd.DataFrame:
                      "other_rules": "; ".join(f"{r}: {v}" for r, v in zip(others["rule"], others["verdict"])),
                      "flips": bool(g["holds"].nunique() > 1)})
     front = [k for k in keys if k in ("claim", "panel", "item")]  # the claim, then its verdicts, then the bar
-    return pd.DataFrame(rows, columns=[*front, "verdict", "paper_rule", "other_rules", "flips",
+    return pd.DataFrame(rows, columns=[*front, "verdict", "other_rules", "flips", "paper_rule",
                                        *[k for k in keys if k not in front]])
 
 

@@ -75,9 +75,10 @@ def claim_summary(table: pd.DataFrame) -> pd.DataFrame:
                      "holds_at_paper": bool(at["holds"].iloc[0]) if len(at) else None,
                      "value_at_paper": value, "value_text": value_text(where["claim"], value),
                      "censored": int(g["censored"].sum())})
-    front = [k for k in keys if k not in ("tier",)]  # what a reader scans for first, then the verdict
-    return pd.DataFrame(rows, columns=[*front, "holds_at_paper", "value_text", "ranges", "held", "bars", "censored",
-                                       "value_at_paper", "paper_threshold", *(["tier"] if "tier" in keys else [])])
+    front = [k for k in keys if k not in ("tier", "varied")]  # what a reader scans for first, then the verdict
+    return pd.DataFrame(rows, columns=[*front, "holds_at_paper", "ranges", "varied", "value_text", "held", "bars",
+                                       "censored", "value_at_paper", "paper_threshold",
+                                       *(["tier"] if "tier" in keys else [])])
 
 
 def value_text(claim: str, value: float) -> str | None:

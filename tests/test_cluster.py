@@ -37,6 +37,25 @@ SAME_FIELDS = ("format", "panel", "revision", "step", "tokens", "tokens_b", "fam
                "config_hash", "dtype", "device", "probe_summary", "versions", "parquet", "boot")
 
 
+_plugins: dict = {}  # pytest's terminal reporter and capture manager: "[cluster]" lines reach the log when tests pass
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _to_the_log(pytestconfig):
+    _plugins["reporter"] = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+    _plugins["capture"] = pytestconfig.pluginmanager.get_plugin("capturemanager")
+
+
+def say(text: str) -> None:
+    """One line for the log, passed or failed: the job ids SLURM gave, the timings (issue 24: jobs visibly run)."""
+    reporter, capture = _plugins.get("reporter"), _plugins.get("capture")
+    if reporter is None or capture is None:
+        print(text)
+        return
+    with capture.global_and_fixture_disabled():  # past pytest's output capture, straight to the terminal
+        reporter.write_line(text)
+
+
 @pytest.fixture(scope="module")
 def cluster(request):
     reason = sc.why_not()
@@ -48,7 +67,7 @@ def cluster(request):
         pytest.fail(f"could not install what the cluster path needs: {err}")
     started = sc.Cluster.start()
     request.addfinalizer(started.stop)
-    print(f"\n[cluster] installed: apt {installed['apt']:.1f} s, pip {installed['pip']:.1f} s; daemons up and the "
+    say(f"[cluster] installed: apt {installed['apt']:.1f} s, pip {installed['pip']:.1f} s; daemons up and the "
           f"node idle in {started.seconds:.1f} s ({started.cpus} CPUs, {started.mem_mb} MB, "
           f"partition {sc.PARTITION})")
     return started
@@ -84,14 +103,14 @@ def runs(cluster, tmp_path_factory):
                 done = cluster.cancel(job["id"])
                 assert done.returncode == 0, f"scancel {job['id']}: {done.stderr}"
                 seen.update(job)
-                print(f"[cluster] cancelled probe job {job['id']} ({job['comment']}) while it ran")
+                say(f"[cluster] cancelled probe job {job['id']} ({job['comment']}) while it ran")
                 return
 
     first = cr.run_snakemake(cr.snakemake_command(remote, cluster=True), remote, root / "remote-1.log", RUN_TIMEOUT,
                              while_running=cancel_one_running_probe)
     assert first.returncode == 0, first.log[-8000:]
     assert seen, "no probe job was seen RUNNING in squeue, so none was cancelled"
-    print(f"[cluster] local run {run.seconds:.1f} s, cluster run {first.seconds:.1f} s (with one cancelled job)")
+    say(f"[cluster] local run {run.seconds:.1f} s, cluster run {first.seconds:.1f} s (with one cancelled job)")
     revision = seen["comment"].rsplit("_", 1)[-1]
     return Runs(local, remote, first, seen["id"], revision, seen["partition"])
 
@@ -102,7 +121,7 @@ def _job_ids(log: str) -> list[str]:
 
 def test_jobs_ran_on_slurm_with_the_ids_squeue_lists(cluster, runs):
     subs = cr.submissions(runs.first.log)
-    print("[cluster] SLURM jobs of the first run:", ", ".join(f"{s['slurm_id']}={s['rule']}({s['wildcards']})"
+    say("[cluster] SLURM jobs of the first run: " + ", ".join(f"{s['slurm_id']}={s['rule']}({s['wildcards']})"
                                                          for s in subs))
     assert sorted(s["rule"] for s in subs) == ["notebook", "notebook", "probe_local", "probe_local", "probe_local"]
     uuid = cr.run_id(runs.first.log)
@@ -160,7 +179,7 @@ def test_the_same_command_again_submits_only_what_is_missing(runs, tmp_path):
     refill = cr.run_snakemake(cmd, runs.remote, tmp_path / "refill.log", RUN_TIMEOUT)
     assert refill.returncode == 0, refill.log[-6000:]
     subs = cr.submissions(refill.log)
-    print("[cluster] SLURM jobs after deleting step1's record:", ", ".join(
+    say("[cluster] SLURM jobs after deleting step1's record: " + ", ".join(
         f"{s['slurm_id']}={s['rule']}({s['wildcards']})" for s in subs))
     assert [s["wildcards"] for s in subs if s["rule"] == "probe_local"] == ["panel=tiny, revision=step1"]
     assert sorted(s["wildcards"] for s in subs if s["rule"] == "notebook") == ["name=finding", "name=model-tiny"]

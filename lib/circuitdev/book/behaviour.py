@@ -10,7 +10,7 @@ behaviour per revision.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
@@ -19,13 +19,10 @@ from circuitdev.book.tiers import Tiers
 from circuitdev.errors import CircuitdevError
 
 
-def record_behaviour(tiers: Tiers, results_dir: str | Path, *,
-                     specs: Sequence[BehaviourMilestone] = BEHAVIOUR_MILESTONES,
-                     sustained: bool = False) -> pd.DataFrame:
-    """findings.behaviour_milestones of every panel of the present record tiers, with a `tier` column first; a panel
-    whose records carry no behaviour (format 1 / 2) or cannot be read gives no rows. Empty (columns tier, panel,
-    milestone) when there are none."""
-    from circuitdev.sources.ablate import with_ablation
+def _per_record_panel(tiers: Tiers, results_dir: str | Path, fn: Callable, empty: list[str]) -> pd.DataFrame:
+    """`fn(read)` (a sources.records.RecordSet -> frame) for every panel of the present record tiers (the published
+    tier has no per-revision data), with a `tier` column first; a panel that cannot be read gives no rows. Empty
+    (columns `empty`) when there are none."""
     from circuitdev.sources.records import PanelRecords
 
     frames = []
@@ -37,34 +34,35 @@ def record_behaviour(tiers: Tiers, results_dir: str | Path, *,
                 read = PanelRecords.open(results_dir, panel).read(on_missing="skip")
             except (CircuitdevError, OSError):
                 continue
-            boot = read.behaviour_boot()
-            found = behaviour_milestones(with_ablation(read.revision_table(), read), specs=specs,
-                                         sustained=sustained, boot=boot if len(boot) else None)
-            frames.append(found.assign(tier=tier.name))
+            frames.append(fn(read).assign(tier=tier.name))
     frames = [f for f in frames if len(f)]
     if not frames:
-        return pd.DataFrame(columns=["tier", "panel", "milestone"])
+        return pd.DataFrame(columns=empty)
     out = pd.concat(frames, ignore_index=True)
     return out[["tier", *[c for c in out.columns if c != "tier"]]]
+
+
+def record_behaviour(tiers: Tiers, results_dir: str | Path, *,
+                     specs: Sequence[BehaviourMilestone] = BEHAVIOUR_MILESTONES,
+                     sustained: bool = False) -> pd.DataFrame:
+    """findings.behaviour_milestones of every panel of the present record tiers, with a `tier` column first; a panel
+    whose records carry no behaviour (format 1 / 2) or cannot be read gives no rows. Empty (columns tier, panel,
+    milestone) when there are none."""
+    from circuitdev.sources.ablate import with_ablation
+
+    def milestones(read) -> pd.DataFrame:
+        boot = read.behaviour_boot()
+        return behaviour_milestones(with_ablation(read.revision_table(), read), specs=specs, sustained=sustained,
+                                    boot=boot if len(boot) else None)
+
+    return _per_record_panel(tiers, results_dir, milestones, ["tier", "panel", "milestone"])
 
 
 def record_revision_tables(tiers: Tiers, results_dir: str | Path) -> pd.DataFrame:
     """The per-revision table (sources.store.load_revision_table: behaviour, first-position norms, ablation over
     training) of every panel of the present record tiers, with a `tier` column first; panels that cannot be read give
     no rows. Empty (columns tier, panel, revision) when there are none."""
-    from circuitdev.sources.store import load_revision_table
+    from circuitdev.sources.ablate import with_ablation
 
-    frames = []
-    for tier in tiers.present:
-        if tier.name == "published":
-            continue
-        for panel in tier.panels:
-            try:
-                frames.append(load_revision_table(results_dir, panel).assign(tier=tier.name))
-            except (CircuitdevError, OSError):
-                continue
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return pd.DataFrame(columns=["tier", "panel", "revision"])
-    out = pd.concat(frames, ignore_index=True)
-    return out[["tier", *[c for c in out.columns if c != "tier"]]]
+    return _per_record_panel(tiers, results_dir, lambda read: with_ablation(read.revision_table(), read),
+                             ["tier", "panel", "revision"])

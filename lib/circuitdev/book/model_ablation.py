@@ -16,7 +16,6 @@ from typing import Sequence
 
 import pandas as pd
 
-from circuitdev.errors import ConfigError, ModelUnavailableError
 from circuitdev.schema import INDUCTION_THRESHOLD, MATCHED_RANDOM_SEED
 
 ABLATION_TABLE_COLUMNS = ["condition", "label", "drawn_for", "seed", "n_ablated", "heads", "n", "acc_top1",
@@ -55,20 +54,21 @@ def final_ablation(panel, table: pd.DataFrame, *, config: dict | None = None, th
     random groups from any layer outside the circuit (scope "any": not neutral -- it can hold previous-token
     heads) and the circuit's whole layers. One checkpoint load: cheap for toy and folder panels, a GPU job for the
     1B models. Returns (ABLATION_TABLE_COLUMNS, "") or (None, why)."""
-    from circuitdev.sources.ablate import final_circuit, labels
+    from circuitdev.sources.ablate import labels
+    from circuitdev.sources.run import load_final_circuit
 
-    final, spec = final_circuit(table, threshold)
-    if not spec:
-        return None, (f"no head reaches induction selectivity ≥ {threshold:g}× at the final revision, so there is "
-                      "no circuit to ablate")
+    loaded, why = load_final_circuit(panel, table, config=config, threshold=threshold, batch_size=batch_size,
+                                     device=device)
+    if loaded is None:
+        return None, why
+    spec, model = loaded.spec, loaded.model
+    loaded.model = None  # this function frees it
     from circuitdev.analysis.uncertainty import binomial_intervals
     from circuitdev.measure.ablation import evaluate, head_means, matched_random_groups, upper_bound
     from circuitdev.measure.families import family_of
     from circuitdev.measure.probe import batch_for
-    from circuitdev.sources.loading import free_memory, load_revision
+    from circuitdev.sources.loading import free_memory
 
-    cfg = panel.probe_config(**{k: v for k, v in (config or {}).items() if k not in ("device", "batch_size")})
-    cfg = cfg.replace(batch_size=batch_size)
     n_layers, n_heads = int(table["layer"].max()) + 1, int(table["head"].max()) + 1
     layer = matched_random_groups(spec, n_heads, groups, seed=seed)
     anywhere = matched_random_groups(spec, n_heads, groups, seed=seed, scope="any", n_layers=n_layers)
@@ -84,12 +84,7 @@ def final_ablation(panel, table: pd.DataFrame, *, config: dict | None = None, th
                            f"not possible: {full}"))
     conditions += [("random_any", "random heads from any layer", circuit, s, g, "") for s, g in anywhere.groups]
     conditions.append(("upper_bound", "whole layers (upper bound)", circuit, None, upper_bound(spec, n_heads), ""))
-    batch = batch_for(cfg)
-    try:
-        model = load_revision(panel, final, dtype=cfg.dtype, device=None if device in (None, "auto") else device,
-                              progress=False)
-    except (ModelUnavailableError, ConfigError) as err:
-        return None, f"the final checkpoint could not be loaded here: {err}"
+    batch = batch_for(loaded.cfg)
     try:
         layout = family_of(model)
         means = head_means(model, batch, layout=layout, batch_size=batch_size) if mode == "mean" else None

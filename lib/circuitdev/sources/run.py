@@ -19,7 +19,6 @@ from typing import Callable, Literal, Sequence
 import pandas as pd
 
 from circuitdev.errors import ConfigError, ModelUnavailableError
-from circuitdev.measure.classify import heads_of, is_class
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.paths import results_dir as default_results_dir
 from circuitdev.runinfo import git_state, package_versions
@@ -146,6 +145,37 @@ def _device_name(dev) -> str:
     return platform.processor() or platform.machine()
 
 
+@dataclass
+class FinalCircuit:
+    """What an ablation of the final circuit starts from: the last revision, its induction circuit, the records'
+    ProbeConfig (their batch) and that revision's model, loaded once."""
+    revision: str
+    spec: dict[int, list[int]]  # layer -> heads with sel_induction >= the bar at `revision`
+    cfg: ProbeConfig
+    model: object
+
+
+def load_final_circuit(panel: Panel, table: pd.DataFrame, *, config: dict | None, threshold: float, batch_size: int,
+                       device: str | None) -> tuple[FinalCircuit | None, str]:
+    """The final revision's induction circuit of `table` (a panel's developmental table; sources.ablate.final_circuit)
+    and its checkpoint, loaded with the records' ProbeConfig (`config`, batch size `batch_size`). Returns
+    (FinalCircuit, "") or (None, why: no circuit, or no checkpoint here). The caller frees the model (free_memory)."""
+    from circuitdev.sources.ablate import final_circuit
+
+    final, spec = final_circuit(table, threshold)
+    if not spec:
+        return None, (f"no head reaches induction selectivity ≥ {threshold:g}× at the final revision, so there is "
+                      "no circuit to ablate")
+    cfg = panel.probe_config(**{k: v for k, v in (config or {}).items() if k not in ("device", "batch_size")})
+    cfg = cfg.replace(batch_size=batch_size)
+    try:
+        model = load_revision(panel, final, dtype=cfg.dtype, device=None if device in (None, "auto") else device,
+                              progress=False)
+    except (ModelUnavailableError, ConfigError) as err:
+        return None, f"the final checkpoint could not be loaded here: {err}"
+    return FinalCircuit(final, spec, cfg, model), ""
+
+
 def ablate_final_circuit(panel: Panel, table: pd.DataFrame, *, config: dict | None = None,
                          threshold: float = INDUCTION_THRESHOLD, seeds: Sequence[int] = (MATCHED_RANDOM_SEED,),
                          mode: str = "zero", batch_size: int = 8, device: str | None = None
@@ -154,27 +184,18 @@ def ablate_final_circuit(panel: Panel, table: pd.DataFrame, *, config: dict | No
     developmental table) with matched-random (one per seed) and upper-bound controls, on the records' own batch
     (`config`: their ProbeConfig fields). Loads the final checkpoint: cheap for toy and folder panels, a GPU job for
     the 1B models. Returns (table, "") or (None, why it could not run)."""
-    final = table.sort_values("tokens_b", kind="stable")["revision"].iloc[-1]
-    at = table[table["revision"] == final]
-    spec = heads_of(at, is_class(at, "induction", threshold))
-    if not spec:
-        return None, (f"no head reaches induction selectivity ≥ {threshold:g}× at the final revision, so there is "
-                      "no circuit to ablate")
+    loaded, why = load_final_circuit(panel, table, config=config, threshold=threshold, batch_size=batch_size,
+                                     device=device)
+    if loaded is None:
+        return None, why
     from circuitdev.measure.ablation import ablation_suite  # torch and nnsight: imported only when there is work
     from circuitdev.measure.probe import batch_for
 
-    pan = panel
-    cfg = pan.probe_config(**{k: v for k, v in (config or {}).items() if k not in ("device", "batch_size")})
-    cfg = cfg.replace(batch_size=batch_size)
     try:
-        model = load_revision(pan, final, dtype=cfg.dtype, device=None if device in (None, "auto") else device,
-                              progress=False)
-    except (ModelUnavailableError, ConfigError) as err:
-        return None, f"the final checkpoint could not be loaded here: {err}"
-    try:
-        out = ablation_suite(model, batch_for(cfg), spec, random_seeds=tuple(seeds), mode=mode, batch_size=batch_size)
+        out = ablation_suite(loaded.model, batch_for(loaded.cfg), loaded.spec, random_seeds=tuple(seeds), mode=mode,
+                             batch_size=batch_size)
     finally:
-        del model
+        loaded.model = None
         free_memory()
     out["heads"] = [" ".join(f"L{l}H{h}" for l, hs in sorted(s.items()) for h in hs) for s in out["spec"]]
     out["label"] = out["condition"]

@@ -53,7 +53,7 @@ from circuitdev.book.build import (BuildFolders, book_config, config_panels, con
 from circuitdev.book.pipeline import notebook_specs, workshop_sessions
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.sources.panels import load_panel
-from circuitdev.sources.store import FORMAT as RECORD_FORMAT  # a new record format re-runs the probe jobs (refresh)
+from circuitdev.sources.record_format import FORMAT as RECORD_FORMAT  # a new format re-runs the probe jobs
 
 
 configfile: os.path.join(workflow.basedir, "config", "pipeline.yaml")

@@ -25,8 +25,9 @@ from circuitdev.sources.loading import load_revision
 from circuitdev.sources.panels import load_panel
 from circuitdev.sources.records import REVISION_COLUMNS, PanelRecords
 from circuitdev.sources.run import probe_panel
-from circuitdev.sources.store import (BEHAVIOUR_BOOT_COLUMNS, FORMAT, load_revision_table, read_parquet,
-                                      record_paths, record_status)
+from circuitdev.sources.store import read_parquet, record_paths, record_status
+from circuitdev.sources.revision_table import load_revision_table
+from circuitdev.sources.record_format import BEHAVIOUR_BOOT_COLUMNS, FORMAT
 from tiny_models import tiny_model
 
 PROBE = {"n": 40, "n_pr": 12, "seq_len": 32, "vocab_range": [3, 8], "baseline_size": 10, "n_prefix": 8,
@@ -229,7 +230,7 @@ def test_reading_the_revision_table_needs_no_torch(probed):
     import sys
 
     path, out = probed
-    code = ("import sys\nfrom circuitdev.sources.store import load_revision_table\n"
+    code = ("import sys\nfrom circuitdev.sources.revision_table import load_revision_table\n"
             f"t = load_revision_table({str(out)!r}, {str(path)!r})\nprint(len(t), 'torch' in sys.modules)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.split() == ["3", "False"]

@@ -7,7 +7,8 @@ import json
 import pandas as pd
 
 from circuitdev.sources import records
-from circuitdev.sources.panels import Revision, load_panel
+from circuitdev.sources.panels import load_panel
+from circuitdev.sources.revision import Revision
 from circuitdev.sources.refined import add_refined
 from circuitdev.toy.recipe import recipe_of
 from circuitdev.toy.train import revision_name, write_panel_file

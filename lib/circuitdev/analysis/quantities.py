@@ -20,7 +20,8 @@ from circuitdev.analysis import findings as F
 from circuitdev.analysis.findings import f5_pr_lead as P
 from circuitdev.errors import ConfigError
 from circuitdev.schema import sel_column
-from circuitdev.sources.published import PublishedData, tokens_b_for_step
+from circuitdev.sources.published import PublishedData
+from circuitdev.sources.published_panels import tokens_b_for_step
 
 NEVER = "never"  # the paper's "—": a milestone never reached
 

@@ -42,7 +42,7 @@ _PAPER_THRESHOLDS = {"class-threshold": "class_threshold", "bos-threshold": "bos
 
 
 def _short_panel(panel: str) -> str:
-    from circuitdev.sources.published import PUBLISHED_PANELS
+    from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
     return PUBLISHED_PANELS[panel].short if panel in PUBLISHED_PANELS else panel
 
@@ -132,7 +132,7 @@ class Chapter:
         ("final-pct" for column `final_pct`), so that searching the page for a key the prose uses finds the call
         that glues it. Absent rows are glued `absent`: the three tiers, and with panels the published models,
         always get their keys."""
-        from circuitdev.sources.published import PUBLISHED_PANELS
+        from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
         by = tuple(by)
         rows = {} if frame.empty else {k if len(by) > 1 else (k,): r for k, r in zip(
@@ -204,7 +204,7 @@ class Chapter:
         Returns the robustness table (with a tier column) for the page's own tables."""
         from circuitdev.analysis import findings
         from circuitdev.book import plots
-        from circuitdev.sources.published import PUBLISHED_PANELS
+        from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
         key = claim.lower().replace(".", "-")
         names = {p: {"pythia": "Pythia", "olmo": "OLMo", "olmoe": "OLMoE"}.get(info.short, p)

@@ -17,7 +17,7 @@ examples:
 --over-training writes OUT/<panel>/ablation_over_training.parquet (one row per revision: top-1 with nothing, the
 final circuit, matched random groups (same layers) and random groups (any layer) ablated, Wilson intervals) and its
 sidecar (.json: the circuit, the groups and their seeds, what each row measured). It resumes after an interruption
-and recomputes rows whose record, circuit or configuration changed; `store.load_revision_table` merges it. The
+and recomputes rows whose record, circuit or configuration changed; `revision_table.load_revision_table` merges it. The
 panel's records must be complete (`circuitdev probe` first). The circuit: heads with induction selectivity >=
 --threshold (default: the records' induction_threshold, the paper's 50x) at the last revision in token order.
 exit status: 0 success, 2 a user error (unknown panel, missing records, model unavailable), 130 interrupted.

@@ -22,7 +22,8 @@ import pandas as pd
 
 from circuitdev.errors import DataError
 from circuitdev.schema import SEL_COLUMNS
-from circuitdev.sources.panels import Panel, Revision
+from circuitdev.sources.panels import Panel
+from circuitdev.sources.revision import Revision
 
 # 2: null draws in their own file, the weights' identity in the sidecar; 3: the revision's behaviour; 4: the null
 # draws divide by the selectivities' own baseline (format 3 and older used the paper's even where the record's

@@ -12,7 +12,8 @@ added, or, for a results folder without a panel file, the records on disk -- and
     read.behaviour_boot()                    # their bootstrap replicates (the selectivities' draws)
     records.status()                         # one row per revision: complete / missing / corrupt / stale
 
-`store.load_revision_table(results_dir, panel)` is `read.revision_table()` with the ablation-over-training columns.
+`revision_table.load_revision_table(results_dir, panel)` is `read.revision_table()` with the ablation-over-training
+columns.
 
 A record of other weights than the panel's current ones (`sources.weights`) is stale: never read as current.
 """

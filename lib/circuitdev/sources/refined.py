@@ -15,7 +15,7 @@ import pandas as pd
 
 from circuitdev.atomic import write_atomic
 from circuitdev.errors import DataError
-from circuitdev.sources.panels import Revision
+from circuitdev.sources.revision import Revision
 
 REFINED_FILE = "refined.yaml"
 REFINED_FORMAT = "circuitdev.refined/1"

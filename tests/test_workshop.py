@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from workshop_sessions import SESSIONS, session, solution_namespace
+from workshop_sessions import SESSIONS, session, solution_lines, solution_namespace
 
 from circuitdev.errors import ConfigError
 from circuitdev.workshop import book_edition, build, checks
@@ -219,7 +219,7 @@ def test_student_edition_keeps_no_solution_code(parsed):
         assert "BEGIN SOLUTION" not in code and "END SOLUTION" not in code
         outside = {line.strip() for c in s.notebook.cells for line in
                    (build.stub(c.source, s.exercises[0]) if c.cell_type == "code" else c.source).splitlines()}
-        for line in set(build.solution_lines(s)) - outside:
+        for line in set(solution_lines(s)) - outside:
             assert line not in code, (s.name, line)
         for ex in s.exercises:
             cell = student.cells[ex.solution_cell].source

@@ -25,6 +25,16 @@ def session(stem: str) -> parsing.Session:
     return parsing.parse_session(path)
 
 
+def solution_lines(s: parsing.Session) -> list[str]:
+    """Every non-blank line inside a solution region (what must not appear in the student edition)."""
+    found = []
+    for ex in s.exercises:
+        lines = parsing.cell_lines(s.notebook.cells[ex.solution_cell])
+        for begin, end, _ in parsing.solution_regions(lines, ex.id):
+            found += [line.strip() for line in lines[begin + 1:end] if line.strip()]
+    return found
+
+
 def exercise_ids(stem: str) -> list[str]:
     return [ex.id for ex in session(stem).exercises]
 

@@ -326,8 +326,8 @@ def _parameters_block(ch: Chapter) -> None:
     md = f"````{{admonition}} Parameters of this page\n:class: dropdown\n{table}\n\n{how}\n````\n"
     html_rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td><td>{html.escape(v.replace('`', ''))}</td>"
                         f"<td>{html.escape(c)}</td></tr>" for k, v, c in rows)
-    display._display_bundle(md, f"<details><summary>Parameters of this page</summary><table>{html_rows}</table>"
-                                f"<pre>{html.escape(command)}</pre></details>")
+    display.display_bundle(md, f"<details><summary>Parameters of this page</summary><table>{html_rows}</table>"
+                               f"<pre>{html.escape(command)}</pre></details>")
 
 
 __all__ = ["Chapter", "chapter", "rerun_command", "value_of", "TIERS"]

@@ -99,7 +99,7 @@ def glue_text(key: str, text: str, value: Any = None) -> None:
 # ------------------------------------------------------------------------------------------ notes, tables, figures
 
 
-def _display_bundle(markdown: str, html_text: str) -> None:
+def display_bundle(markdown: str, html_text: str) -> None:
     """One output the book renders as MyST markdown (nb_mime_priority_overrides puts text/markdown first) and
     Jupyter renders as HTML (it prefers text/html)."""
     from IPython.display import display
@@ -118,7 +118,7 @@ def note(text: str, *, kind: NoteKind = "note", title: str | None = None, folded
     body = html.escape(text).replace("`", "").replace("\n", "<br>")
     box = (f'<div style="border-left:4px solid #4a90d9;padding:0.5em 1em;background:#f3f7fc">'
            f'<b>{html.escape(title or kind.capitalize())}.</b> {body}</div>')
-    _display_bundle(md, f"<details><summary>{html.escape(title or kind)}</summary>{box}</details>" if folded else box)
+    display_bundle(md, f"<details><summary>{html.escape(title or kind)}</summary>{box}</details>" if folded else box)
 
 
 def _integral_columns(df: pd.DataFrame) -> list[str]:
@@ -249,7 +249,7 @@ def show_figure(fig, *, name: str, caption: str, provenance: str, width: str = "
     html_text = (f'<figure><img src="data:image/png;base64,{data}" style="max-width:{width}"/>'
                  f"<figcaption>{html.escape(caption)}<br><small>{html.escape(provenance)}</small></figcaption>"
                  "</figure>")
-    _display_bundle(md, html_text)
+    display_bundle(md, html_text)
 
 
 def setup(context: str = "notebook") -> None:

@@ -98,13 +98,6 @@ def heads_of(table: pd.DataFrame, mask: pd.Series) -> dict[int, list[int]]:
     return spec
 
 
-def sink_rate(mass_first: np.ndarray | pd.Series, *, epsilon: float = 0.3) -> float:
-    """Gu et al. (2025): the share of heads whose mean attention on position 0 exceeds epsilon."""
-    if not 0 < epsilon < 1:
-        raise ConfigError(f"epsilon must lie in (0, 1), got {epsilon}")
-    return float((np.asarray(mass_first) > epsilon).mean())
-
-
 def _check_threshold(name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
         raise ConfigError(f"{name} must be a positive, finite selectivity ratio (e.g. 30.0), got {value!r}")

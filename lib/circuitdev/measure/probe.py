@@ -20,7 +20,7 @@ from circuitdev.measure.behaviour import Behaviour, SequenceBehaviour, summarise
 from circuitdev.measure.bootstrap import bootstrap_selectivities, percentile_interval
 from circuitdev.measure.capture import Capture, as_token_tensor, capture, prefix_pass, trace_layers
 from circuitdev.measure.config import ProbeConfig
-from circuitdev.measure.families import Layout, family_of
+from circuitdev.measure.families import family_of
 from circuitdev.schema import HEAD_CLASSES, sel_column
 from circuitdev.measure.classify import circuit_memberships, classify
 from circuitdev.measure.screen import null_selectivity, selectivities
@@ -192,7 +192,3 @@ def null_pr(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int
         rows.append(torch.stack(saved["z"], dim=1).cpu())  # (B, L, H, dh)
     z = torch.cat(rows)  # (N, L, H, dh)
     return participation_ratios(z.permute(1, 2, 0, 3))
-
-
-def layout_of(model: torch.nn.Module) -> Layout:
-    return family_of(model)

@@ -168,7 +168,6 @@ def record_status(paths: RecordPaths, *, panel: str, revision: str, config_hash:
     return RecordStatus("complete", "", meta, outdated=outdated_reason(meta))
 
 
-
 def read_parquet(path: Path) -> pd.DataFrame:
     table = pd.read_parquet(io.BytesIO(path.read_bytes()))
     table.attrs = {}
@@ -191,17 +190,7 @@ def read_record(results_dir: str | os.PathLike, panel: str, revision: str, *,
     return table, status.sidecar
 
 
-def read_sidecar(results_dir: str | os.PathLike, panel: str, revision: str) -> dict:
-    paths = record_paths(results_dir, panel, revision)
-    status = record_status(paths, panel=panel, revision=revision)
-    if not status.complete:
-        raise DataError(f"record {paths.sidecar} is {status.state}: {status.reason}")
-    return status.sidecar
-
-
 # ---------------------------------------------------------------------------------------------------------- writing
-
-
 
 
 def parquet_bytes(table: pd.DataFrame) -> bytes:
@@ -211,8 +200,6 @@ def parquet_bytes(table: pd.DataFrame) -> bytes:
     clean.attrs = {}
     clean.to_parquet(buf, engine="pyarrow", index=False)
     return buf.getvalue()
-
-
 
 
 def write_record(

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Sequence
 
 from circuitdev.errors import ConfigError
 from circuitdev.workshop.book_edition import book_notebook
-from circuitdev.workshop.session import (BEGIN_RE, END_RE, Exercise, Session, cell_lines, find_sessions, parse_session,
+from circuitdev.workshop.session import (BEGIN_RE, END_RE, Exercise, Session, find_sessions, hint_text, parse_session,
                                         solution_regions)
 
 EDITIONS = ("student", "solutions", "book")
@@ -50,16 +50,6 @@ def stub(code: str, exercise: Exercise) -> str:
         last = end + 1
     out += lines[last:]
     return "\n".join(out)
-
-
-def solution_lines(session: Session) -> list[str]:
-    """Every non-blank line inside a solution region (what must not appear in the student edition)."""
-    found = []
-    for ex in session.exercises:
-        lines = cell_lines(session.notebook.cells[ex.solution_cell])
-        for begin, end, _ in solution_regions(lines, ex.id):
-            found += [line.strip() for line in lines[begin + 1:end] if line.strip()]
-    return found
 
 
 def folded_hint(session: Session, exercise: Exercise) -> str:

@@ -43,8 +43,8 @@ from circuitdev.workshop.paths import mini_recipe, workshop_dir, workshop_result
 DEFAULT_PANEL = "toy-pythia"  # the GPT-NeoX-like toy: induction heads and, in layers 2-3, attention sinks
 WINDOW_KINDS = ToyRecipe().window_kinds  # what the default toy panels train on: text, periodic, repeat, backcopy
 __all__ = ["DEFAULT_PANEL", "WINDOW_KINDS", "MiniRun", "attention_patterns", "ensure_toy", "final_revision", "is_mini",
-           "mini_root", "mini_table", "prepare_sessions", "published", "published_note", "published_problem",
-           "toy_config", "toy_model", "toy_table", "train_mini", "training_plan", "windows"]
+           "mini_root", "mini_table", "prepare_sessions", "published", "published_note", "published_or_problem",
+           "published_problem", "toy_config", "toy_model", "toy_table", "train_mini", "training_plan", "windows"]
 
 
 @contextlib.contextmanager
@@ -333,16 +333,18 @@ def published():
     """The authors' published files (`circuitdev.paths.published_dir()`: $CIRCUITDEV_PUBLISHED, else
     <data>/published) as `PublishedData`, or None when the folder is absent, incomplete or unreadable
     (`published_problem()` says which)."""
-    return _published()[0]
+    return published_or_problem()[0]
 
 
 def published_problem() -> str | None:
     """Why `published()` is None: the folder is absent, or the reader's one line (an incomplete copy: the files it
     lacks and the command that completes it); None when the files are there."""
-    return _published()[1]
+    return published_or_problem()[1]
 
 
-def _published():
+def published_or_problem():
+    """(`PublishedData`, None) when the authors' files are usable, else (None, why not): `published()` and
+    `published_problem()` in one read."""
     from circuitdev.errors import DataError
     from circuitdev.sources.published import load_published
 

@@ -161,10 +161,10 @@ def check_toy_records() -> Result:
 
 def check_published() -> Result:
     from circuitdev.paths import published_dir, relative_to_repo
-    from circuitdev.workshop.data import _published
+    from circuitdev.workshop.data import published_or_problem
 
     folder = relative_to_repo(published_dir())
-    data, problem = _published()
+    data, problem = published_or_problem()
     if data is not None:
         partial = f"; PARTIAL: {len(data.missing)} file(s) missing" if data.partial else ""
         return Result("published", "ok" if not data.partial else "warn",

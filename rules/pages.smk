@@ -1,5 +1,6 @@
 # The pages: each notebook executed (papermill), each workshop session's book edition, and the book. Included by the
-# Snakefile (P, the build's Pipeline; PY, BIN, GEN, LOGS, BOOK_ROOT, CPU_JOB).
+# Snakefile (P, the build's Pipeline; PY, BIN, GEN, LOGS, BOOK_ROOT, CPU_JOB). One thread per job, as every job of
+# this pipeline: on two cores two one-thread jobs beat one two-thread job (circuitdev.workshop.machine measured it).
 
 
 rule notebook:
@@ -12,12 +13,13 @@ rule notebook:
         environment=lambda wc: P.notebook_environment(wc.name),
         cwd=absolute(BOOK_ROOT),
         kernel=config.get("kernel", "python3"),
+    threads: 1
     resources: **CPU_JOB
     log:
         f"{LOGS}/notebooks/{{name}}.log",
     shell:
         # the page's own parameters as papermill parameters, the build's folders as its environment
-        "{params.environment} {PY:q} -m circuitdev.cli notebook run {input.source:q} --as {wildcards.name} "
+        "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {params.environment} {PY:q} -m circuitdev.cli notebook run {input.source:q} --as {wildcards.name} "
         "--out {GEN:q} --parameters {params.parameters:q} --cwd {params.cwd:q} --kernel {params.kernel} > {log:q} 2>&1"
 
 
@@ -35,11 +37,12 @@ rule workshop:
         environment=P.workshop_environment(),
         execute="" if P.workshop_execute else "--no-execute",
         out=f"{GEN}/workshop",
+    threads: 1
     resources: **CPU_JOB
     log:
         f"{LOGS}/workshop/{{session}}.log",
     shell:
-        "{params.environment} {PY:q} -m circuitdev.cli workshop build {input.source:q} --edition book "
+        "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {params.environment} {PY:q} -m circuitdev.cli workshop build {input.source:q} --edition book "
         "--out {params.out:q} {params.execute} > {log:q} 2>&1"
 
 

@@ -22,6 +22,7 @@ rule probe_toy:
         probe_config=lambda wc: P.probe_config(wc.panel),
         depends=lambda wc: P.toy_probe_depends(wc.panel),
     threads: 1
+    priority: 2  # the critical path (rule toy)
     resources: **CPU_JOB
     log:
         f"{LOGS}/probe/{{panel}}.log",
@@ -87,6 +88,7 @@ rule refine:
     params:
         panel_file=lambda wc: P.panel_file(wc.panel),
     threads: 1
+    priority: 2  # the critical path (rule toy)
     resources: **CPU_JOB
     log:
         f"{LOGS}/refine/{{panel}}-{{metric}}-{{k}}.log",
@@ -108,6 +110,7 @@ rule ablate_toy:
     params:
         panel_file=lambda wc: P.panel_file(wc.panel),
     threads: 1
+    priority: 2  # the critical path (rule toy)
     log:
         f"{LOGS}/ablate/{{panel}}.log",
     shell:
@@ -127,6 +130,7 @@ rule null_pr_toy:
     params:
         panel_file=lambda wc: P.panel_file(wc.panel),
     threads: 1
+    priority: 2  # the critical path (rule toy)
     log:
         f"{LOGS}/null_pr/{{panel}}.log",
     shell:

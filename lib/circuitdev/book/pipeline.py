@@ -175,6 +175,25 @@ class Pipeline:
             Path(self.published_status).unlink()
 
     # --- panels and their records ------------------------------------------------------------------------------
+    def toy_run(self, name: str) -> tuple[str, int]:
+        """(family, seed) of a toy panel of this build: what its own `toy` job trains."""
+        from circuitdev.schema import replica_suffix
+        from circuitdev.toy.recipe import PANEL_NAMES
+
+        runs = {PANEL_NAMES[f] + replica_suffix(int(s)): (f, int(s))
+                for s in self.config.get("toy_seeds") or [0] for f in self.config.get("toy_families") or []}
+        return runs[name]
+
+    def toy_train_args(self, name: str) -> str:
+        """`circuitdev toy train` arguments for one toy panel: its family, its seed, the build's `toy_set`."""
+        import json
+        import shlex
+
+        family, seed = self.toy_run(name)
+        sets = [shlex.quote(f"--set={k}={json.dumps(v)}")
+                for k, v in sorted((self.config.get("toy_set") or {}).items())]
+        return " ".join([f"--family {family}", f"--seeds {seed}", *sets])
+
     def panel_file(self, name: str) -> str:
         if name in self.panel_files:
             return self.panel_files[name]

@@ -16,8 +16,10 @@
 # Rules and what re-runs them (Snakemake's default rerun triggers: mtime, params, input, code)
 #   published   makes <data_dir>/published complete (copy or download, sha256-checked), or says why not; pages
 #               wait for it. Re-runs when the manifest changes or the files went missing.
-#   toy         trains (or reuses) the toy models and writes data/panels/toy-*.yaml. Re-runs when `toy_set` changes.
-#               `toy_seeds` > 0 adds independent replicas (panels toy-*-s<seed>): the pages show their spread.
+#   toy         one job per toy panel (family x seed, one thread): trains (or reuses) its model and writes
+#               data/panels/<panel>.yaml, so each panel's probe starts when its own training ends. Re-runs when
+#               `toy_set` changes. `toy_seeds` > 0 adds independent replicas (panels toy-*-s<seed>): the pages show
+#               their spread. The toy chain (toy, probe_toy, refine, ablate_toy, null_pr_toy) runs first (priority).
 #   probe_toy   one job per toy panel (all its revisions in one process; the store keeps one record per revision).
 #   probe_hub   one job per revision of a hub panel (GPU resources, see profiles/slurm); probe_local: the same for
 #               folder and toy panels. Both run `circuitdev probe --revision R --probe-config JSON`; they re-run when
@@ -37,6 +39,9 @@
 #               run, the toy records).
 #   book        jupyter-book build <book_root> -> <book_root>/_build/html. Re-runs when a notebook or page changes.
 # Re-running after a finished build does nothing. Run with: .venv/bin/snakemake --cores 2 --configfile config/pipeline.yaml
+# Where things are: the rules by concern in rules/{data,probe,pages}.smk; what they ask of the build (panels, each
+# job's files and parameters, the cluster's settings) in circuitdev.book.pipeline.Pipeline. Time per rule of a build:
+# bench/pipeline.py.
 
 import sys
 from pathlib import Path

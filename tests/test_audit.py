@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 
 from circuitdev import cli
-from circuitdev.analysis.audit import CLAIMS_PATH, QUANTITIES, Claim, compare, load_claims, run_audit
+from circuitdev.analysis.audit import run_audit
+from circuitdev.analysis.claims import CLAIMS_PATH, Claim, compare
+from circuitdev.analysis.quantities import QUANTITIES, load_claims
 from circuitdev.errors import ConfigError
 from circuitdev.sources.published import load_published
 from circuitdev.analysis.reanalysis import CONTRACT_COLUMNS, reanalyse
@@ -75,7 +77,7 @@ def test_numbers_match_at_the_precision_the_paper_writes():
 def test_the_rule_is_the_digits_the_paper_printed():
     """One value, two printings: 181.645 rounds to the paper's 181.6 but not to its 181.60 -- the rule the audit page
     states (MATCH_RULE). A tie at exactly half a unit matches whichever way the paper rounded."""
-    from circuitdev.analysis.audit import MATCH_RULE
+    from circuitdev.analysis.claims import MATCH_RULE
 
     assert compare(claim(181.6, decimals=1), 181.645) and not compare(claim(181.60, decimals=2), 181.645)
     assert compare(claim(181.60, decimals=2), 181.6049) and not compare(claim(181.60, decimals=2), 181.6051)

@@ -1,15 +1,8 @@
 """The paper-vs-data audit: every numeric claim of data/claims.yaml, re-derived from a developmental table.
 
 Each claim names a `quantity` (the registry QUANTITIES below); the audit computes it from the data with the findings
-functions and compares it with the paper's value:
-
-- numbers match when the data, rounded to the digits the paper printed, give the paper's number (MATCH_RULE): the
-  data lie within half a unit of the last place the paper writes (`decimals`, default: the literal's own decimals;
-  a tie at exactly half a unit matches, whichever way the paper rounded it). A claim written 181.6 matches 181.645;
-  one written 181.60 does not (181.645 rounds to 181.64 or 181.65); "~6B" (written 6) matches a revision at 6.291B,
-  "21x" matches 20.95x; `significant: n` compares n significant digits instead (for values written like 9.75e7);
-- lists match element by element, head lists as sets; "never" (the paper's "—") matches a milestone never reached;
-- strings and booleans match when equal.
+functions and compares it with the paper's value under the match rule of `analysis.claims` (`compare`, MATCH_RULE: the data, rounded to the digits the paper printed,
+give the paper's number; lists element by element, head lists as sets; "never" matches a milestone never reached).
 
 A differing claim whose quantity depends on a selectivity threshold gets a diagnostic: the thresholds in
 [2, 1000]x at which the data would reproduce the paper's value (so "the paper's 41B is what 30x gives" is found by
@@ -23,7 +16,6 @@ quoted settings), so that a mismatch of a revision label is not read as a failed
 from __future__ import annotations
 
 import inspect
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,47 +23,13 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import findings as F
-from circuitdev.analysis.claims import CLAIMS_PATH, Claim, load_claims
-from circuitdev.analysis.quantities import NEVER, QUANTITIES, AuditContext, Quantity, Unverifiable, decimals_of
+from circuitdev.analysis.claims import CLAIMS_PATH, Claim, compare, half_unit, is_number
+from circuitdev.analysis.quantities import QUANTITIES, AuditContext, Quantity, Unverifiable, load_claims
 from circuitdev.sources.published import PublishedData
 
 AUDIT_COLUMNS = ["claim", "paper_value", "data_value", "status", "reason"]
-MATCH_RULE = ("a number matches when the data, rounded to the digits the paper printed, give the paper's number "
-              "(within half a unit of its last printed place: 181.645 matches a printed 181.6 but not a printed "
-              "181.60); lists match element by element, head lists as sets")
 BOOKKEEPING = ("panel", "method")  # claims about the setup, not a finding: counted apart
 UNVERIFIED_COLUMNS = ["claim", "paper_value", "data_value", "reason"]
-
-
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
-
-
-def _num_match(paper: float, data: float, claim: Claim) -> bool:
-    if claim.significant:
-        digits = claim.significant - 1 - math.floor(math.log10(abs(paper))) if paper else claim.significant
-        return abs(round(data, digits) - paper) <= 1e-9 * max(1.0, abs(paper))
-    return abs(data - paper) <= _half_unit(claim) + 1e-9 * max(1.0, abs(paper))
-
-
-def _half_unit(claim: Claim) -> float:
-    """Half a unit in the last place the paper writes: the rounding tolerance of a numeric claim."""
-    return 0.5 * 10.0 ** -(claim.decimals if claim.decimals is not None else decimals_of(claim.paper))
-
-
-def compare(claim: Claim, data) -> bool:
-    """True when `data` reproduces the claim's paper value under the rounding rule of the module docstring."""
-    paper = claim.paper
-    if claim.quantity == "circuit_heads":
-        return sorted(map(str, paper)) == sorted(map(str, data))
-    if isinstance(paper, list):
-        return isinstance(data, list) and len(paper) == len(data) and all(
-            compare(Claim(**{**claim.__dict__, "paper": p}), d) for p, d in zip(paper, data))
-    if paper == NEVER or data == NEVER:
-        return paper == data
-    if _is_number(paper) and _is_number(data):
-        return _num_match(float(paper), float(data), claim)
-    return str(paper) == str(data)
 
 
 def _fmt(value, decimals: int | None = None) -> str:
@@ -79,7 +37,7 @@ def _fmt(value, decimals: int | None = None) -> str:
         return "[" + ", ".join(_fmt(v, decimals) for v in value) + "]"
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value)).lower()
-    if _is_number(value):
+    if is_number(value):
         if decimals is not None:
             return f"{float(value):.{decimals}f}"
         return f"{value:.6g}" if isinstance(value, (float, np.floating)) else str(value)
@@ -176,8 +134,8 @@ def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResul
                                          f"value {agree} it at the paper's precision{context}", **extra})
             continue
         if compare(claim, value):
-            exact = not _is_number(claim.paper) or claim.significant or isinstance(claim.paper, int)
-            rule = "equal" if exact else f"equal at the paper's precision (±{_half_unit(claim):g})"
+            exact = not is_number(claim.paper) or claim.significant or isinstance(claim.paper, int)
+            rule = "equal" if exact else f"equal at the paper's precision (±{half_unit(claim):g})"
             status, reason = "match", f"{rule}{context}"
         else:
             status = "differs"

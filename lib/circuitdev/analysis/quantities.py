@@ -8,6 +8,7 @@ the claim (no such revision, no null draws, no definition); its `data_value` may
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,21 +18,11 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import findings as F
+from circuitdev.analysis.claims import CLAIMS_PATH, NEVER, Claim, decimals_of, read_claims
 from circuitdev.analysis.findings import f5_pr_lead as P
 from circuitdev.errors import ConfigError
 from circuitdev.schema import sel_column
 from circuitdev.sources.published import PublishedData, tokens_b_for_step
-
-NEVER = "never"  # the paper's "—": a milestone never reached
-
-
-def decimals_of(x) -> int:
-    """Decimals a number is written with: 10.9 -> 1, 6 -> 0."""
-    if isinstance(x, (int, np.integer)) or float(x).is_integer():
-        return 0
-    text = np.format_float_positional(float(x), trim="-")
-    return len(text.split(".")[1]) if "." in text else 0
-
 
 class Unverifiable(Exception):
     """The data cannot decide this claim; `data_value` may still carry what the data say under our definitions."""
@@ -113,6 +104,27 @@ QUANTITIES: dict[str, Quantity] = {}
 def quantity(fn: Quantity) -> Quantity:
     QUANTITIES[fn.__name__] = fn
     return fn
+
+
+def load_claims(path=CLAIMS_PATH) -> list[Claim]:
+    """The claims file (`claims.read_claims`) with every claim checked against this registry: a known quantity and
+    the parameters its signature takes; ConfigError names the claim and the field."""
+    return read_claims(path, check=_check)
+
+
+def _check(claim: Claim, where: str) -> None:
+    if claim.quantity not in QUANTITIES:
+        raise ConfigError(f"{where}: field 'quantity': unknown {claim.quantity!r}; known: {sorted(QUANTITIES)}")
+    parameters = inspect.signature(QUANTITIES[claim.quantity]).parameters
+    accepted = set(parameters) - {"ctx"}
+    unknown = set(claim.params) - accepted
+    if unknown:
+        raise ConfigError(f"{where}: unknown parameter(s) {sorted(unknown)} for quantity {claim.quantity!r}; "
+                          f"it takes {sorted(accepted)}")
+    required = {n for n, p in parameters.items() if p.default is inspect.Parameter.empty} - {"ctx"}
+    missing = sorted(required - set(claim.params))
+    if missing:
+        raise ConfigError(f"{where}: quantity {claim.quantity!r} needs parameter(s) {missing}")
 
 
 def _rev_label(ctx, panel, revision=None, tokens_b=None) -> str:

@@ -62,7 +62,7 @@ from circuitdev.analysis.findings.f3_behaviour import (BEHAVIOUR_MILESTONES, Beh
 from circuitdev.analysis.findings.f3_milestones import (BOUND_SIGNS, FIG1B_MILESTONES, MILESTONE_COLUMNS,
                                                         MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES, Bound, Milestone,
                                                         bound_text, describe_milestones, fmt_ratio, gap_row, gap_texts,
-                                                        milestone, milestone_gap,
+                                                        milestone, milestone_gap, milestone_margin,
                                                         milestone_text, milestones, reached_table, with_texts)
 from circuitdev.analysis.findings.f4_convergence import circuit_recall, faded_heads, recall_milestones
 from circuitdev.analysis.findings.f5_control import (LEAD_NULL_COLUMNS, LEAD_NULL_TABLE, N_PERMUTATIONS, NULL_PR_QUANTILE,
@@ -87,11 +87,10 @@ from circuitdev.analysis.findings.spectral_topk import (BREAKDOWN_COLUMNS, PAPER
                                                         topk_dominance, topk_heads)
 from circuitdev.analysis.findings.refinement import (REVISION_METRICS, PanelView, event_window,
                                                      milestone_window_comparison, revision_metric, window_comparison)
-from circuitdev.analysis.findings.hangs_on import HANGS_ON_COLUMNS, hangs_on, kth_strongest, milestone_margin
-from circuitdev.analysis.findings.robustness import (ALL, COUNTING_RULES, MILESTONE_RULES, PAPER_SHAPES,
-                                                     ROBUSTNESS_CLAIMS, ROBUSTNESS_COLUMNS, ROBUSTNESS_THRESHOLDS,
-                                                     VARIED_CLASS, RobustClaim, family_of, robust_claim,
-                                                     robustness_table)
+from circuitdev.analysis.findings.hangs_on import HANGS_ON_COLUMNS, hangs_on
+from circuitdev.analysis.findings.claim import (ALL, COUNTING_RULES, MILESTONE_RULES, ROBUSTNESS_COLUMNS,
+                                                ROBUSTNESS_THRESHOLDS, VARIED_CLASS, RobustClaim)
+from circuitdev.analysis.findings.robustness import ROBUSTNESS_CLAIMS, robust_claim, robustness_table
 from circuitdev.analysis.findings.robustness_reading import (claim_summary, claims_frame, holds_ranges,
                                                              ranges_sentence, ranges_text, rule_verdicts)
 from circuitdev.analysis.findings.seeds import SEED_SUFFIX, seed_of, seed_spread
@@ -140,10 +139,9 @@ __all__ = [
     "PanelView",
     # robustness (issue 21)
     "ROBUSTNESS_THRESHOLDS", "ROBUSTNESS_CLAIMS", "ROBUSTNESS_COLUMNS", "RobustClaim", "COUNTING_RULES",
-    "MILESTONE_RULES", "PAPER_SHAPES", "VARIED_CLASS", "ALL", "family_of", "robust_claim", "robustness_table",
+    "MILESTONE_RULES", "VARIED_CLASS", "ALL", "robust_claim", "robustness_table",
     "holds_ranges", "ranges_text", "ranges_sentence", "claim_summary", "rule_verdicts", "claims_frame",
-    "HANGS_ON_COLUMNS", "hangs_on", "kth_strongest",
-    "milestone_margin",
+    "HANGS_ON_COLUMNS", "hangs_on", "milestone_margin",
     # seed replicas
     "SEED_SUFFIX", "seed_of", "seed_spread",
 ]

@@ -14,6 +14,7 @@ from circuitdev.analysis import uncertainty
 from circuitdev.analysis.devtable import head_mask, head_name, index, require
 from circuitdev.errors import ConfigError
 from circuitdev.analysis.findings.basics import BOS
+from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim, claim_row, tokens_text
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import BOS_THRESHOLD, check_head_class, sel_column
 
@@ -272,3 +273,36 @@ def _replicate_scores(reps: uncertainty.Replicates, head_class: str, rule: Count
             scores[b] = np.where(head_mask(frame, head_class, threshold=np.finfo(float).tiny, rule=rule),
                                  scores[b], 0.0)
     return scores
+
+
+# ------------------------------------------------------------------------------------ F1 as a robustness claim
+def _floor_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: CountingRule) -> list[dict]:
+    rows = []
+    for tau in taus:
+        most = floor_check(dev, threshold=tau, rule=rule).groupby("panel", sort=False)["n_floor"].max()
+        for panel, n in [*most.items(), (ALL, most.max())]:
+            rows.append(claim_row(panel, "L0+L1", "first_token", tau, rule, n, n == 0, "exact", BOS_THRESHOLD,
+                                  "per-class"))
+    return rows
+
+
+def _floor_hangs_on(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
+    """The strongest first-token head in layers 0/1 at any revision: the floor fails for bars at or below it."""
+    rows = []
+    for panel, g in floor_margin(dev).groupby("panel", sort=False):
+        r = g.loc[g["value"].idxmax()]
+        rows.append({"panel": panel, "item": "L0+L1", "varied": "first_token", "bar": BOS_THRESHOLD,
+                     "head": r["name"], "revision": r["revision"], "tokens_b": r["tokens_b"],
+                     "head_value": r["value"], "margin": r["value"] / BOS_THRESHOLD, "stays_from": r["value"],
+                     "stays_to": np.inf,
+                     "text": f"the strongest first-token head in layers 0/1, {r['name']} at "
+                             f"{tokens_text(r['tokens_b'])}, reads {r['value']:.3g}× ({r['value'] / BOS_THRESHOLD:.0%}"
+                             f" of the {BOS_THRESHOLD:g}× bar): the floor fails for bars at or below "
+                             f"{r['value']:.3g}×"})
+    return rows
+
+
+FLOOR_CLAIM = RobustClaim(
+    "F1.floor", "F1", "no head in layers 0/1 reaches the first-token bar at any revision",
+    "most first-token heads in layers 0/1 at any revision", COUNTING_RULES, _floor_over_bars, _floor_hangs_on,
+    unit=lambda v: f"{v:g} heads", axis=("first-token heads in layers 0/1 (most at any revision)", "symlog", None))

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import uncertainty
-from circuitdev.analysis.devtable import head_mask, head_name, index
+from circuitdev.analysis.devtable import final_circuit, head_mask, head_name, index
 from circuitdev.analysis.findings.basics import EPS
+from circuitdev.analysis.findings.claim import (COUNTING_RULES, RobustClaim, claim_row, claimed, first_hit_bound,
+                                                matches, tokens_text)
+from circuitdev.analysis.units import fmt_tokens_b
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, sel_column
 
@@ -118,3 +123,56 @@ def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3,
                          **{c: float(first[c]) if first is not None else np.nan for c in screen}})
     return pd.DataFrame(rows, columns=["panel", "level", "level_pct", "revision", "revision_index", "tokens_b",
                                        "token_fraction", *screen])
+
+
+# ------------------------------------------------------------------------------------ F4 as a robustness claim
+def _recall_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: CountingRule) -> list[dict]:
+    dev, claims = claimed(dev, "F4.recall.")
+    if dev.empty:
+        return []
+    rows = []
+    for tau in taus:
+        recall = circuit_recall(dev, threshold=tau, rule=rule)
+        first = recall.groupby("panel", sort=False).agg(n=("revision", "size"), t0=("tokens_b", "first"),
+                                                      last=("tokens_b", "last"))
+        for m in recall_milestones(recall).to_dict("records"):
+            claim = claims.get((m["panel"], str(m["level_pct"])))
+            if claim is None:
+                continue
+            f = first.loc[m["panel"]]
+            bound = first_hit_bound(m["revision_index"], int(f["n"]), float(f["t0"]))
+            never = pd.isna(m["revision"])
+            rows.append(claim_row(m["panel"], f"{m['level_pct']}%", "induction", tau, rule,
+                                  f["last"] if never else m["tokens_b"], matches(claim, m["tokens_b"], never), bound,
+                                  INDUCTION_THRESHOLD, "per-class"))
+    return rows
+
+
+def _recall_hangs_on(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
+    """Each recall level: the circuit head whose rise completes it, and its margin to the bar."""
+    recall = circuit_recall(dev, rule=rule)
+    circuit = final_circuit(dev, rule=rule)
+    col = sel_column("induction")
+    rows = []
+    for m in recall_milestones(recall).to_dict("records"):
+        heads = circuit[circuit["panel"] == m["panel"]]
+        if pd.isna(m["revision"]) or heads.empty:
+            continue
+        at = dev[(dev["panel"] == m["panel"]) & (dev["revision"] == m["revision"])].merge(
+            heads[["layer", "head"]], on=["layer", "head"]).sort_values(col, ascending=False)
+        k = max(1, math.ceil(m["level"] * len(heads) - EPS))
+        r = at.iloc[k - 1]
+        name, value = head_name(r["layer"], r["head"]), float(r[col])
+        rows.append({"panel": m["panel"], "item": f"{m['level_pct']}%", "varied": "induction",
+                     "bar": INDUCTION_THRESHOLD, "head": name, "revision": m["revision"], "tokens_b": m["tokens_b"],
+                     "head_value": value, "margin": value / INDUCTION_THRESHOLD, "stays_from": np.nan,
+                     "stays_to": np.nan,
+                     "text": f"{m['level_pct']}% at {tokens_text(m['tokens_b'])}: {name} reads {value:.3g}× "
+                             f"({value / INDUCTION_THRESHOLD:.2f}× the bar)"})
+    return rows
+
+
+RECALL_CLAIM = RobustClaim(
+    "F4.recall", "F4", "recall of the final circuit reaches each level at the revision the paper gives",
+    "tokens (B) of the first revision reaching the level", COUNTING_RULES, _recall_over_bars, _recall_hangs_on,
+    unit=fmt_tokens_b, axis=("first revision reaching the level (tokens, B)", "log", None))

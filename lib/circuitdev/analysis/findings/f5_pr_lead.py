@@ -20,12 +20,16 @@ scores 0.
 
 from __future__ import annotations
 
-from typing import Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Sequence
+
+import re
 
 import numpy as np
 import pandas as pd
 
+from circuitdev.analysis.claims import paper_series
 from circuitdev.analysis.devtable import final_circuit, head_name, index, panel_order, require, revisions
+from circuitdev.analysis.findings.claim import CLASS_VARIED, RobustClaim, claim_row
 from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, sel_column
 
@@ -328,3 +332,63 @@ def pr_features(dev: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
+# ------------------------------------------------------------------------------------ F5 as a robustness claim
+def _lead_statement(paper) -> Callable[[float], bool]:
+    """The paper's F5 value ("1-2", "0", "2-4") as a statement about the median lead: > 0, or = 0 when it says 0."""
+    low = float(re.split(r"\s*[-–]\s*", str(paper).strip())[0])
+    return (lambda v: v > 0) if low > 0 else (lambda v: v == 0)
+
+
+def _lead_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: str) -> list[dict]:
+    if "pr" not in dev.columns or dev["pr"].isna().all():
+        return []
+    statements = {c.params["head_class"]: _lead_statement(c.paper) for c in paper_series("F5.lead@")}
+    first = dev.groupby("panel", sort=False)["tokens_b"].min()
+    rows = []
+    for head_class, holds in statements.items():
+        for tau in taus:
+            leads = pr_lead(dev, head_class=head_class, threshold=tau)
+            for panel in pd.unique(dev["panel"]):
+                g = leads[leads["panel"] == panel] if len(leads) else leads
+                lead = pd.to_numeric(g["lead_checkpoints"], errors="coerce").astype(float) if len(g) else \
+                    pd.Series(dtype=float)
+                median = float(lead.median()) if lead.notna().any() else np.nan
+                early = first.loc[panel] > 0
+                f0 = bool(early and (g["formation_index"] == 0).fillna(False).any()) if len(g) else False
+                e0 = bool(early and (g["elevation_index"] == 0).fillna(False).any()) if len(g) else False
+                bound = "none" if f0 and e0 else "upper" if f0 else "lower" if e0 else "exact"
+                rows.append(claim_row(panel, head_class, CLASS_VARIED[head_class], tau, rule, median,
+                                      bool(np.isfinite(median) and holds(median)), bound,
+                                      FORMATION_THRESHOLDS[head_class], "per-class"))
+    return rows
+
+
+def _lead_hangs_on(dev: pd.DataFrame, rule: str) -> list[dict]:
+    """The median lead per class and panel, each head's lead, and how many are bounds (formed or elevated at the
+    first probed revision)."""
+    rows = []
+    for head_class in ("induction", "previous-token", "first-token"):
+        leads = pr_lead(dev, head_class=head_class) if "pr" in dev.columns and dev["pr"].notna().any() \
+            else pd.DataFrame()
+        for panel, g in (leads.groupby("panel", sort=False) if len(leads) else []):
+            lead = pd.to_numeric(g["lead_checkpoints"], errors="coerce").astype(float)
+            listed = ", ".join(f"{n} {v:g}" if np.isfinite(v) else f"{n} undefined"
+                               for n, v in list(zip(g["name"], lead))[:6]) + \
+                (f" and {len(g) - 6} more" if len(g) > 6 else "")
+            at_first = int(((g["formation_index"] == 0) | (g["elevation_index"] == 0)).fillna(False).sum())
+            median = float(lead.median()) if lead.notna().any() else np.nan
+            said = f"the median lead is {median:g} checkpoint{'' if median == 1 else 's'}" if np.isfinite(median) \
+                else "no lead (no head both forms and has an elevated PR)"
+            rows.append({"panel": panel, "item": head_class, "varied": CLASS_VARIED[head_class], "head": None,
+                         "bar": FORMATION_THRESHOLDS[head_class], "head_value": median, "margin": np.nan,
+                         "text": f"{said} over the {lead.count()} of {len(g)} {head_class} heads with a lead "
+                                 f"(each head's: {listed}); {at_first} of the {len(g)} formed or were elevated at "
+                                 "the first probed revision, where a lead is a bound"})
+    return rows
+
+
+LEAD_CLAIM = RobustClaim(
+    "F5.lead", "F5",
+    "the median PR lead over formation has the paper's sign (positive; zero for previous-token heads)",
+    "median lead (checkpoints) over the final circuit", ("per-class",), _lead_over_bars, _lead_hangs_on,
+    unit=lambda v: f"{v:g} checkpoints", axis=("median PR lead (checkpoints)", "linear", 0.0))

@@ -8,14 +8,13 @@ is; per-claim summaries and rule verdicts for the robustness page; the sentences
 
 from __future__ import annotations
 
-
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from circuitdev.analysis.findings.robustness import ROBUSTNESS_CLAIMS, ROBUSTNESS_THRESHOLDS, robust_claim
-from circuitdev.analysis.units import fmt_tokens_b
+from circuitdev.analysis.findings.claim import ROBUSTNESS_THRESHOLDS
+from circuitdev.analysis.findings.robustness import ROBUSTNESS_CLAIMS, robust_claim
 from circuitdev.errors import ConfigError
 
 
@@ -82,17 +81,9 @@ def claim_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def value_text(claim: str, value: float) -> str | None:
-    """A claim's value in its own unit: F1 a count of heads, F2 a share, F3's gap a ratio, milestones and recall
-    levels training tokens, F5 checkpoints."""
-    if not np.isfinite(value):
-        return None
-    family = claim.split(".")[0]
-    if claim == "F3.gap":
-        return f"{value:.3g}×"
-    if claim in ("F3.milestones", "F4.recall"):
-        return fmt_tokens_b(value)
-    return {"F1": f"{value:g} heads", "F2": f"{100 * value:.0f}% in the largest jump",
-            "F5": f"{value:g} checkpoints"}.get(family, f"{value:.3g}")
+    """A claim's value in its own unit (the claim's `unit`: F1 a count of heads, F2 a share, F3's gap a ratio,
+    milestones and recall levels training tokens, F5 checkpoints); None when not finite."""
+    return robust_claim(claim).value_text(value)
 
 
 def rule_verdicts(table: pd.DataFrame) -> pd.DataFrame:

@@ -16,20 +16,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import LogLocator, MaxNLocator
 
-from circuitdev.analysis.findings import ALL
+from circuitdev.analysis.findings import ALL, ROBUSTNESS_CLAIMS
 from circuitdev.book.plots.axes import figure_title, placeholder, plain_log_ticks, tier_title
 
-# How each claim's value is drawn: axis label, scale, and a reference line (the statement's own bar), if any.
-_VALUE_AXES: dict[str, tuple[str, str, float | None]] = {
-    "F1.floor": ("first-token heads in layers 0/1 (most at any revision)", "symlog", None),
-    "F2.shapes": ("share of the rise in the largest jump", "linear", 0.5),
-    "F3.gap": ("gap: sink milestone / induction milestone (tokens, ×)", "log", 1.0),
-    "F3.milestones": ("first revision reaching it (tokens, B)", "log", None),
-    "F4.recall": ("first revision reaching the level (tokens, B)", "log", None),
-    "F5.lead": ("median PR lead (checkpoints)", "linear", 0.0),
-}
-# the row about every model at once counts something else than one model's value
-_ALL_LABELS = {"F2.shapes": "models with the paper's shape (of 3)"}
 _VARIED_WORDS = {"first_token": "first-token bar", "induction": "induction bar", "previous_token": "previous-token bar",
                  "self": "self bar"}
 _LINE_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
@@ -62,7 +51,8 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
     nrows = math.ceil(len(keys) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.3 * ncols, 3.3 * nrows + 0.9), squeeze=False,
                              layout="constrained")
-    label, scale, ref = _VALUE_AXES.get(claim, ("value", "linear", None))
+    known = ROBUSTNESS_CLAIMS.get(claim)  # each claim declares how its value is drawn (findings.claim.RobustClaim)
+    label, scale, ref = known.axis if known else ("value", "linear", None)
     lines = list(dict.fromkeys(zip(g["item"], g["varied"])))
     many_items = g["item"].nunique() > 1
     colors = {k: _LINE_COLORS[i % len(_LINE_COLORS)] for i, k in enumerate(lines)}
@@ -100,7 +90,7 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
             ax.set_ylim(vals.min() - 1, vals.max() + 1)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("bar (selectivity threshold, ×, log scale)")
-        ax.set_ylabel(_ALL_LABELS.get(claim, label) if panel == ALL else label, fontsize=8)
+        ax.set_ylabel((known and known.all_label or label) if panel == ALL else label, fontsize=8)
         ax.set_title(f"{panel} · {tier_title(tier)}" if tier else panel, fontsize=9)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")

@@ -21,7 +21,7 @@ from circuitdev.analysis import findings as F
 from circuitdev.analysis.claims import CLAIMS_PATH, NEVER, Claim, decimals_of, read_claims
 from circuitdev.analysis.findings import f5_pr_lead as P
 from circuitdev.errors import ConfigError
-from circuitdev.schema import sel_column
+from circuitdev.schema import parse_head, sel_column
 from circuitdev.sources.published import PublishedData, tokens_b_for_step
 
 class Unverifiable(Exception):
@@ -132,7 +132,7 @@ def _rev_label(ctx, panel, revision=None, tokens_b=None) -> str:
 
 
 def _head(head: str, rows: pd.DataFrame) -> pd.Series:
-    layer, h = P.parse_head(head)
+    layer, h = parse_head(head)
     hit = rows[(rows["layer"] == layer) & (rows["head"] == h)]
     if hit.empty:
         raise Unverifiable(f"head {head} is not in the data")

@@ -39,7 +39,7 @@ from circuitdev.analysis.findings import f5_pr_lead as P
 from circuitdev.analysis.findings import spectral_topk as K
 from circuitdev.analysis.audit import AUDIT_COLUMNS, UNVERIFIED_COLUMNS, run_audit
 from circuitdev.atomic import write_atomic
-from circuitdev.schema import SEL_COLUMNS
+from circuitdev.schema import SEL_COLUMNS, parse_head
 from circuitdev.sources.published import load_published
 
 CONTRACT_COLUMNS: dict[str, list[str]] = {
@@ -185,8 +185,8 @@ def greater_than_table(data) -> pd.DataFrame:
         if ab.empty:
             continue
         layers, heads = (int(grid.loc[model, c]) if model in grid.index else None for c in ("layer", "head"))
-        outside = [None if layers is None else sum(int(l) >= layers or int(h) >= heads for l, h in
-                                                   (n.removeprefix("L").split("H") for n in str(names).split()))
+        outside = [None if layers is None else sum(l >= layers or h >= heads for l, h in
+                                                   map(parse_head, str(names).split()))
                    for names in ab["heads"]]
         parts.append(binomial_intervals(ab, "top1_above", "n_examples").assign(model=model,
                                                                                heads_outside_model=outside))

@@ -49,7 +49,8 @@ exactly the paper's computation. `floor_verdict` states F1 per panel as holds / 
 from __future__ import annotations
 
 # the table basics a page uses beside the findings, importable from here too
-from circuitdev.analysis.devtable import (final_circuit, head_counts, head_mask, head_name, reuse_indexes,
+from circuitdev.schema import head_name
+from circuitdev.analysis.devtable import (final_circuit, head_counts, head_mask, reuse_indexes,
                                           revisions)
 from circuitdev.analysis.findings.basics import BOS, EPS
 from circuitdev.analysis.findings.f1_floor import (VERDICTS, bar_mass, floor_check, floor_headroom, floor_margin,
@@ -73,7 +74,7 @@ from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FOR
                                                      PR_SIGNAL_FLOOR, ElevationRule, LeadCensoring, PanelHeads,
                                                      head_trajectories, lead_bound_text, lead_censoring, lead_summary,
                                                      lead_texts, lead_value, sensitivity_medians,
-                                                     parse_head, pr_elevated, pr_features, pr_lead,
+                                                     pr_elevated, pr_features, pr_lead,
                                                      pr_lead_sensitivity)
 from circuitdev.analysis.findings.f6_noise_floor import NULL_COLUMNS, noise_floor, null_statistics
 from circuitdev.analysis.findings.first_position import NORM_COLUMNS, norm_summary, position_norms, stream_words
@@ -115,7 +116,7 @@ __all__ = [
     # F4
     "circuit_recall", "faded_heads", "recall_milestones",
     # F5
-    "ElevationRule", "PanelHeads", "FORMATION_THRESHOLDS", "PR_SIGNAL_FLOOR", "DEFAULT_ELEVATION_GRID", "parse_head",
+    "ElevationRule", "PanelHeads", "FORMATION_THRESHOLDS", "PR_SIGNAL_FLOOR", "DEFAULT_ELEVATION_GRID",
     "head_trajectories", "pr_elevated", "pr_lead", "lead_summary", "pr_lead_sensitivity", "pr_features",
     "LeadCensoring", "LEAD_CENSORING", "lead_value", "lead_censoring", "lead_bound_text", "lead_texts",
     "sensitivity_medians",

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import uncertainty
-from circuitdev.analysis.devtable import head_mask, head_name, index, require
+from circuitdev.analysis.devtable import head_mask, index, require
 from circuitdev.errors import ConfigError
 from circuitdev.analysis.findings.basics import BOS
 from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim, claim_row, tokens_text
 from circuitdev.measure.classify import CountingRule
-from circuitdev.schema import BOS_THRESHOLD, check_head_class, sel_column
+from circuitdev.schema import BOS_THRESHOLD, check_head_class, head_name, sel_column
 
 
 def layer_counts(dev: pd.DataFrame, *, head_class: str = BOS, threshold: float = BOS_THRESHOLD,

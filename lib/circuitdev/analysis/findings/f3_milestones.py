@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import uncertainty
-from circuitdev.analysis.devtable import head_mask, head_name, index
+from circuitdev.analysis.devtable import head_mask, index
 from circuitdev.analysis.findings.basics import BOS, EPS
 from circuitdev.analysis.findings.claim import (CLASS_VARIED, MILESTONE_RULES, RobustClaim, claim_row, claimed,
                                                 matches, ordinal, ratio_text, split_rule, tokens_text)
@@ -30,7 +30,7 @@ from circuitdev.analysis.units import fmt_tokens_b
 from circuitdev.errors import ConfigError
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import (BOS_THRESHOLD, CLASS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, HeadClass,
-                               check_head_class, sel_column)
+                               check_head_class, head_name, parse_head, sel_column)
 
 Bound = Literal["exact", "upper", "lower", "none"]  # how a reported value relates to the true one (module docstring)
 
@@ -358,7 +358,7 @@ def milestone_margin(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule =
 
 
 def _head_value(dev: pd.DataFrame, panel: str, revision: str, head: str, head_class: str) -> float:
-    layer, h = (int(x) for x in head.removeprefix("L").split("H"))
+    layer, h = parse_head(head)
     hit = dev.loc[(dev["panel"] == panel) & (dev["revision"] == revision) & (dev["layer"] == layer)
                   & (dev["head"] == h), sel_column(head_class)]
     return float(hit.iloc[0]) if len(hit) else np.nan

@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import uncertainty
-from circuitdev.analysis.devtable import final_circuit, head_mask, head_name, index
+from circuitdev.analysis.devtable import final_circuit, head_mask, index
 from circuitdev.analysis.findings.basics import EPS
 from circuitdev.analysis.findings.claim import (COUNTING_RULES, RobustClaim, claim_row, claimed, first_hit_bound,
                                                 matches, tokens_text)
 from circuitdev.analysis.units import fmt_tokens_b
 from circuitdev.measure.classify import CountingRule
-from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, sel_column
+from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, head_name, sel_column
 
 
 def circuit_recall(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float = INDUCTION_THRESHOLD,

@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from circuitdev.analysis.devtable import final_circuit, head_name, require
+from circuitdev.analysis.devtable import final_circuit, require
 from circuitdev.analysis.findings.f5_pr_lead import (FORMATION_THRESHOLDS, ElevationRule, PanelHeads, _first_true,
                                                      _panel_matrices, _select_heads, lead_bound_text, lead_censoring,
                                                      lead_value, pr_elevated)
 from circuitdev.errors import ConfigError
-from circuitdev.schema import BOS_THRESHOLD, sel_column
+from circuitdev.schema import BOS_THRESHOLD, head_name, sel_column
 
 # the columns a page shows of a lead_null table (+ tier): the rest are in reanalyse's f5_lead_null.csv
 LEAD_NULL_TABLE = ["tier", "panel", "head_class", "rule", "heads", "defined", "lower", "upper", "median_lead",

@@ -28,10 +28,11 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis.claims import paper_series
-from circuitdev.analysis.devtable import final_circuit, head_name, index, panel_order, require, revisions
+from circuitdev.analysis.devtable import final_circuit, index, panel_order, require, revisions
 from circuitdev.analysis.findings.claim import CLASS_VARIED, RobustClaim, claim_row
 from circuitdev.errors import ConfigError
-from circuitdev.schema import BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, sel_column
+from circuitdev.schema import (BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, head_name, parse_head,
+                               sel_column)
 
 ElevationRule = Literal["fraction-of-peak", "peak-to-date", "ratio-to-start", "above-level"]
 LeadCensoring = Literal["exact", "lower", "upper", "undefined", "not formed"]
@@ -44,17 +45,6 @@ PR_SIGNAL_FLOOR = 1e-3  # the plotted PR signal is max(PR - 1, 1e-3) (log axis)
 
 # {panel: [heads]}, a head written "L4H4", "L4_H4" or (4, 4): the heads a trajectory follows
 PanelHeads = Mapping[str, Sequence["str | tuple[int, int]"]]
-
-
-def parse_head(name) -> tuple[int, int]:
-    if isinstance(name, (tuple, list)):
-        return int(name[0]), int(name[1])
-    text = str(name).upper().replace("_", "")
-    try:
-        layer, head = text.removeprefix("L").split("H")
-        return int(layer), int(head)
-    except ValueError as err:
-        raise ConfigError(f"head {name!r}: write heads as 'L4H4', 'L4_H4' or (4, 4)") from err
 
 
 def _select_heads(dev: pd.DataFrame, heads: PanelHeads | None, head_class: str, threshold: float) -> pd.DataFrame:

@@ -24,11 +24,11 @@ from typing import Literal, Mapping
 import numpy as np
 import pandas as pd
 
-from circuitdev.analysis.devtable import head_name, panel_order, require, revisions
+from circuitdev.analysis.devtable import panel_order, require, revisions
 from circuitdev.analysis.findings.f5_pr_lead import _panel_matrices
 from circuitdev.errors import ConfigError
 from circuitdev.measure.classify import classify
-from circuitdev.schema import CLASS_THRESHOLD, HEAD_CLASSES
+from circuitdev.schema import CLASS_THRESHOLD, HEAD_CLASSES, head_name
 
 PAPER_TOP_K = 45  # the authors' K, the same for all three models
 # The share of its model's heads the paper's K is, by architecture family (Pythia-1B 16 x 8, OLMo / OLMoE 16 x 16)

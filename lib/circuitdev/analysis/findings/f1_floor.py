@@ -90,17 +90,19 @@ def bar_mass(selectivity: float | np.ndarray, seq_len: int) -> float | np.ndarra
 
 
 def floor_margin(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
-                 boot: pd.DataFrame | None = None) -> pd.DataFrame:
+                 boot: pd.DataFrame | None = None, column: str | None = None) -> pd.DataFrame:
     """F1, how close the floor comes to the bar: per (panel, revision) the head of `layers` with the largest
     `head_class` selectivity. Columns: panel, revision, revision_index, tokens_b, name, value, value_lo / value_hi,
     value_boot_mean, value_widened: with `boot`, the interval of the maximum itself, re-taken over the floor heads
     on every replicate (a maximum over noisy heads is biased upwards, so its resamples may centre above the point:
     read value_boot_mean beside it, and value_widened says the interval was widened to include the point); NaN
-    (widened False) without `boot` or for panels without replicates (the published tier)."""
+    (widened False) without `boot` or for panels without replicates (the published tier). `column`: another score
+    of the class than its selectivity column (the toy's sel_first_token_allq)."""
     if boot is not None:
-        return uncertainty.with_intervals(dev, boot, lambda d: floor_margin(d, layers=layers, head_class=head_class)
+        return uncertainty.with_intervals(dev, boot, lambda d: floor_margin(d, layers=layers, head_class=head_class,
+                                                                            column=column)
                                           .iloc[:, :6], columns=["value"], discrete=False)
-    col = sel_column(check_head_class(head_class))
+    col = column or sel_column(check_head_class(head_class))
     ix = index(dev)
     floor = np.flatnonzero(np.isin(dev["layer"].to_numpy(), list(layers)))
     order = floor[np.lexsort((-dev[col].to_numpy(dtype=float)[floor], ix.codes[floor]))]

@@ -14,7 +14,7 @@ revision, so its gap is "≥ 21×"). `bound_text` and `milestone_text` write the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Callable, Literal, Sequence
 
@@ -42,6 +42,8 @@ class Milestone:
     threshold: float  # selectivity ratio tau of the per-class count n_c(tau)
     min_heads: int | None = None  # reached when n_c(tau) >= min_heads ...
     min_fraction: float | None = None  # ... or when n_c(tau) / n_heads >= min_fraction
+    column: str | None = None  # count another score of the class than its selectivity column (the toy's
+    # sel_first_token_allq: first-token selectivity over all queries), per head: column >= threshold
 
     def __post_init__(self) -> None:
         check_head_class(self.head_class)
@@ -89,7 +91,17 @@ def milestone(name: str, *, threshold: float | None = None) -> Milestone:
     if name not in known:
         raise ConfigError(f"unknown milestone {name!r}; known: {', '.join(sorted(known))}")
     m = known[name]
-    return m if threshold is None else Milestone(m.name, m.head_class, float(threshold), m.min_heads, m.min_fraction)
+    return m if threshold is None else replace(m, threshold=float(threshold))
+
+
+def milestone_mask(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule = "per-class") -> np.ndarray:
+    """Per row of `dev`, whether the head counts toward the milestone: its class at the bar under the counting rule,
+    or, for a spec with its own `column`, that column >= the bar (False where the table lacks it)."""
+    if spec.column is None:
+        return head_mask(dev, spec.head_class, threshold=spec.threshold, rule=rule)
+    if spec.column not in dev.columns:
+        return np.zeros(len(dev), dtype=bool)
+    return np.nan_to_num(dev[spec.column].to_numpy(dtype=float), nan=-np.inf) >= spec.threshold
 
 
 def _milestone_hits(dev: pd.DataFrame, specs: Sequence[Milestone], rule: CountingRule, sustained: bool):
@@ -97,7 +109,7 @@ def _milestone_hits(dev: pd.DataFrame, specs: Sequence[Milestone], rule: Countin
     ix = index(dev)
     hits = []
     for spec in specs:
-        n = ix.count(head_mask(dev, spec.head_class, threshold=spec.threshold, rule=rule))
+        n = ix.count(milestone_mask(dev, spec, rule=rule))
         hits.append(n >= spec.min_heads if spec.min_heads is not None else
                     n / ix.cols["n_heads"] >= spec.min_fraction - EPS)
     for panel, idx in ix.panels():

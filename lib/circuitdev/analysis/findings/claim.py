@@ -68,14 +68,6 @@ def claim_row(panel, item, varied, tau, rule, value, holds, bound, paper_tau, pa
             "paper_rule": rule == paper_rule}
 
 
-def first_hit_bound(first_index, n: int, first_tokens: float) -> str:
-    """A first-hit index among n revisions as a bound: "upper" at the first probed revision after initialisation,
-    "lower" never reached (None), else "exact"."""
-    if first_index is None or pd.isna(first_index):
-        return "lower"
-    return "upper" if int(first_index) == 0 and first_tokens > 0 else "exact"
-
-
 def split_rule(rule: str) -> tuple[str, bool]:
     """"per-class / sustained" -> ("per-class", True): the counting rule and whether a milestone must be sustained."""
     counting, _, hit = rule.partition(" / ")

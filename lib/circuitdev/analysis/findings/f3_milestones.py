@@ -124,12 +124,22 @@ MILESTONE_WINDOW_COLUMNS = ["revision_lo", "tokens_b_lo", "revision_hi", "tokens
                             "window_from_tokens_b", "window_tokens_b", "reached_share", "window_censored"]
 
 
+def first_hit_bound(first_index, first_tokens: float) -> Bound:
+    """The one censoring rule of a first hit (module docstring): the index of the first revision reaching it among
+    a panel's revisions in token order (None / NaN: never) and the tokens of the panel's first revision -> "upper"
+    at the first probed revision after initialisation, "lower" never reached, else "exact" (reached at
+    initialisation, step0, is exact: nothing came before it)."""
+    if first_index is None or pd.isna(first_index):
+        return "lower"
+    return "upper" if int(first_index) == 0 and first_tokens > 0 else "exact"
+
+
 def _first_row(panel: str, name: str, idx: np.ndarray, ok: np.ndarray, cols: dict) -> dict:
     """The first revision of `idx` (token order) where `ok` holds, with its censoring (module docstring)."""
     hit = idx[ok]
     i = int(hit[0]) if len(hit) else None
     tokens = cols["tokens_b"]
-    bound = "lower" if i is None else "upper" if i == idx[0] and tokens[i] > 0 else "exact"
+    bound = first_hit_bound(None if i is None else i - idx[0], tokens[idx[0]])
     return {"panel": panel, "milestone": name, "revision": cols["revision"][i] if i is not None else None,
             "revision_index": int(cols["revision_index"][i]) if i is not None else None,
             "tokens_b": float(tokens[i]) if i is not None else np.nan,

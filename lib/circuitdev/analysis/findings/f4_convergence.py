@@ -14,8 +14,8 @@ import pandas as pd
 from circuitdev.analysis import uncertainty
 from circuitdev.analysis.devtable import final_circuit, head_mask, index
 from circuitdev.analysis.findings.basics import EPS
-from circuitdev.analysis.findings.claim import (COUNTING_RULES, RobustClaim, claim_row, claimed, first_hit_bound,
-                                                matches, tokens_text)
+from circuitdev.analysis.findings.claim import COUNTING_RULES, RobustClaim, claim_row, claimed, matches, tokens_text
+from circuitdev.analysis.findings.f3_milestones import first_hit_bound
 from circuitdev.analysis.units import fmt_tokens_b
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, head_name, sel_column
@@ -133,14 +133,13 @@ def _recall_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: CountingRu
     rows = []
     for tau in taus:
         recall = circuit_recall(dev, threshold=tau, rule=rule)
-        first = recall.groupby("panel", sort=False).agg(n=("revision", "size"), t0=("tokens_b", "first"),
-                                                      last=("tokens_b", "last"))
+        first = recall.groupby("panel", sort=False).agg(t0=("tokens_b", "first"), last=("tokens_b", "last"))
         for m in recall_milestones(recall).to_dict("records"):
             claim = claims.get((m["panel"], str(m["level_pct"])))
             if claim is None:
                 continue
             f = first.loc[m["panel"]]
-            bound = first_hit_bound(m["revision_index"], int(f["n"]), float(f["t0"]))
+            bound = first_hit_bound(m["revision_index"], float(f["t0"]))
             never = pd.isna(m["revision"])
             rows.append(claim_row(m["panel"], f"{m['level_pct']}%", "induction", tau, rule,
                                   f["last"] if never else m["tokens_b"], matches(claim, m["tokens_b"], never), bound,

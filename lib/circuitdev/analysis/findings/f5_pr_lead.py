@@ -31,6 +31,7 @@ from circuitdev.analysis.claims import paper_series
 from circuitdev.analysis.devtable import final_circuit, index, panel_order, require, revisions
 from circuitdev.analysis.findings.claim import CLASS_VARIED, RobustClaim, claim_row
 from circuitdev.errors import ConfigError
+from circuitdev.measure.pr_integral import pr_integral
 from circuitdev.schema import (BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, head_name, parse_head,
                                sel_column)
 
@@ -298,7 +299,8 @@ def sensitivity_medians(grid: pd.DataFrame) -> pd.DataFrame:
 
 def pr_features(dev: pd.DataFrame) -> pd.DataFrame:
     """The authors' static PR features per head (method reference §3), over the revisions with a known PR:
-    integral = trapezoid(max(PR - 1, 0), ln(max(tokens_b, 1))) (so revisions below 1B tokens add nothing),
+    integral = measure.pr_integral (the trapezoid of max(PR - 1, 0) over ln(max(tokens_b, 1)): revisions below 1B
+    tokens add nothing),
     spread = max - min PR, final_pr, max_pr, min_pr. Heads without any PR are left out."""
     require(dev, ["pr"], "pr_features")
     frames = []
@@ -307,13 +309,8 @@ def pr_features(dev: pd.DataFrame) -> pd.DataFrame:
         if not known.any():
             continue
         pr, layers, hs = mats["pr"][known], layers[known], hs[known]
-        x = np.log(np.maximum(revs["tokens_b"], 1.0))
-        integral, last = np.empty(len(pr)), np.empty(len(pr))
-        for i, row in enumerate(pr):  # per head: skip revisions without a PR
-            ok = ~np.isnan(row)
-            y = np.maximum(row[ok] - 1, 0)
-            integral[i] = float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x[ok])))
-            last[i] = row[ok][-1]
+        integral = pr_integral(pr, np.asarray(revs["tokens_b"], dtype=float))  # skips revisions without a PR
+        last = np.array([row[~np.isnan(row)][-1] for row in pr])
         frames.append(pd.DataFrame({
             "panel": panel, "layer": layers, "head": hs, "name": [head_name(l, h) for l, h in zip(layers, hs)],
             "integral": integral, "spread": np.nanmax(pr, axis=1) - np.nanmin(pr, axis=1), "final_pr": last,

@@ -28,6 +28,7 @@ from circuitdev.analysis.devtable import panel_order, require, revisions
 from circuitdev.analysis.findings.f5_pr_lead import _panel_matrices
 from circuitdev.errors import ConfigError
 from circuitdev.measure.classify import classify
+from circuitdev.measure.pr_integral import pr_integral
 from circuitdev.schema import CLASS_THRESHOLD, HEAD_CLASSES, head_name
 
 PAPER_TOP_K = 45  # the authors' K, the same for all three models
@@ -74,12 +75,7 @@ def topk_heads(dev: pd.DataFrame, *, k: int | Mapping[str, int] = PAPER_TOP_K,
         if not known.any():
             continue
         clip = _clip(tokens, clip_b)
-        x = np.log(np.maximum(tokens, clip))
-        integral = np.full(len(pr), -np.inf)
-        for i in np.flatnonzero(known):  # per head, over the revisions with a PR (as pr_features)
-            ok = ~np.isnan(pr[i])
-            y = np.maximum(pr[i, ok] - 1, 0)
-            integral[i] = float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x[ok])))
+        integral = np.where(known, pr_integral(pr, tokens, clip_b=clip), -np.inf)  # as pr_features
         kk = min(_k_of(panel, k), int(known.sum()))
         order = np.lexsort((hs, layers, -integral))[:kk]
         frames.append(pd.DataFrame({

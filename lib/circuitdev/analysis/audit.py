@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import findings as F
+from circuitdev.analysis.bars import bar_runs, runs_text
 from circuitdev.analysis.claims import CLAIMS_PATH, Claim, compare, half_unit, is_number
 from circuitdev.analysis.quantities import QUANTITIES, AuditContext, Quantity, Unverifiable, load_claims
 from circuitdev.sources.published import PublishedData
@@ -62,20 +63,8 @@ def _reproducing_thresholds(ctx: AuditContext, claim: Claim, fn: Quantity) -> st
             hits.append(float(tau))
     if not hits:
         return f"; no threshold of {DIAGNOSTIC_THRESHOLDS[0]:g}–{DIAGNOSTIC_THRESHOLDS[-1]:g}× reproduces the paper's value"
-    return (f"; the paper's value is reproduced at thresholds {grid_runs(hits)} (of the grid's "
+    return (f"; the paper's value is reproduced at thresholds {runs_text(bar_runs(hits, DIAGNOSTIC_THRESHOLDS))} (of the grid's "
             f"{len(DIAGNOSTIC_THRESHOLDS)} bars, audit.DIAGNOSTIC_THRESHOLDS)")
-
-
-def grid_runs(values: list[float], grid: tuple = DIAGNOSTIC_THRESHOLDS) -> str:
-    """Grid values as runs of neighbours on the grid: [2, 3, 5, 75, 100] -> "2–5×, 75–100×"; a lone value "50×"."""
-    index = sorted(grid.index(v) for v in values)
-    runs: list[list[int]] = []
-    for i in index:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    return ", ".join(f"{grid[r[0]]:g}×" if len(r) == 1 else f"{grid[r[0]]:g}–{grid[r[-1]]:g}×" for r in runs)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import uncertainty
+from circuitdev.analysis.bars import bar_runs, runs_text
 from circuitdev.analysis.devtable import head_counts, index, require
 from circuitdev.analysis.findings.basics import BOS, EPS
 from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim, claim_row, tokens_text
@@ -183,20 +184,11 @@ def shape_ranges(shapes: pd.DataFrame, *, shape: str = "transition", column: str
     require(shapes, ["panel", "threshold", column], "shape_ranges", allow_empty=True)
     keys = [c for c in ("tier", "panel") if c in shapes.columns]
     grid = sorted(thresholds if thresholds is not None else pd.unique(shapes["threshold"]))
-    fmt = lambda x: f"{x:.0f}" if x >= 100 else f"{x:.3g}"  # noqa: E731
     rows = []
     for key, g in shapes.groupby(keys, sort=False):
         hit = set(g.loc[g[column] == shape, "threshold"])
-        runs: list[list[float]] = []
-        for i, tau in enumerate(grid):
-            if tau in hit:
-                if runs and i > 0 and grid[i - 1] in hit:
-                    runs[-1].append(tau)
-                else:
-                    runs.append([tau])
-        text = ", ".join(f"{fmt(r[0])}×" if len(r) == 1 else f"{fmt(r[0])}–{fmt(r[-1])}×" for r in runs)
         rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "count": len(hit),
-                     "ranges": text or "none"})
+                     "ranges": runs_text(bar_runs(hit, grid)) or "none"})
     return pd.DataFrame(rows, columns=[*keys, "count", "ranges"])
 
 

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from circuitdev.analysis.bars import bar_runs, runs_text
 from circuitdev.analysis.findings.claim import ROBUSTNESS_THRESHOLDS
 from circuitdev.analysis.findings.robustness import ROBUSTNESS_CLAIMS, robust_claim
 from circuitdev.errors import ConfigError
@@ -37,14 +38,7 @@ def holds_ranges(table: pd.DataFrame, claim: str, *, panel: str, varied: str | N
     table's grid, each (lowest, highest), e.g. [(5, 25), (35, 100)]; [] when it holds at none. `rule` defaults to
     the paper's; name `varied` / `item` where the claim has several."""
     g = _series(table, claim, panel=panel, varied=varied, rule=rule, item=item)
-    out, run = [], []
-    for tau, ok in zip(g["threshold"], g["holds"]):
-        if ok:
-            run.append(float(tau))
-        elif run:
-            out.append((run[0], run[-1]))
-            run = []
-    return out + ([(run[0], run[-1])] if run else [])
+    return bar_runs(g.loc[g["holds"].astype(bool), "threshold"].astype(float), g["threshold"].astype(float).tolist())
 
 
 def ranges_text(ranges: Sequence[tuple[float, float]], grid: Sequence[float] = ROBUSTNESS_THRESHOLDS) -> str:
@@ -53,8 +47,7 @@ def ranges_text(ranges: Sequence[tuple[float, float]], grid: Sequence[float] = R
         return "at no bar of the grid"
     if len(ranges) == 1 and ranges[0] == (min(grid), max(grid)):
         return f"every bar ({min(grid):g}–{max(grid):g}×)"
-    parts = [f"{a:g}×" if a == b else f"{a:g}–{b:g}×" for a, b in ranges]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return runs_text(ranges, last=" and ")
 
 
 def claim_summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -63,8 +63,9 @@ def _reproducing_thresholds(ctx: AuditContext, claim: Claim, fn: Quantity) -> st
             hits.append(float(tau))
     if not hits:
         return f"; no threshold of {DIAGNOSTIC_THRESHOLDS[0]:g}–{DIAGNOSTIC_THRESHOLDS[-1]:g}× reproduces the paper's value"
-    return (f"; the paper's value is reproduced at thresholds {runs_text(bar_runs(hits, DIAGNOSTIC_THRESHOLDS))} (of the grid's "
-            f"{len(DIAGNOSTIC_THRESHOLDS)} bars, audit.DIAGNOSTIC_THRESHOLDS)")
+    runs = runs_text(bar_runs(hits, DIAGNOSTIC_THRESHOLDS))
+    return (f"; the paper's value is reproduced at thresholds {runs} (of the grid's {len(DIAGNOSTIC_THRESHOLDS)} "
+            "bars, audit.DIAGNOSTIC_THRESHOLDS)")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ def bar_runs(values: Iterable[float], grid: Sequence[float]) -> list[tuple[float
 
 
 def runs_text(runs: Sequence[tuple[float, float]], *, last: str = ", ") -> str:
-    """[(2, 5), (50, 50), (75, 100)] -> "2–5×, 50×, 75–100×" (the last two joined by `last`, e.g. " and "); "" for
-    no run."""
+    """[(2, 5), (50, 50), (75, 100)] -> "2–5×, 50×, 75–100×" (the last two joined by `last`, e.g. " and ");
+    "" for no run."""
     parts = [f"{a:g}×" if a == b else f"{a:g}–{b:g}×" for a, b in runs]
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + last + parts[-1] if parts else ""

@@ -24,6 +24,8 @@ import pandas as pd
 from circuitdev.analysis.claims import NEVER, Claim, compare, paper_claims
 from circuitdev.analysis.findings.basics import BOS
 
+__all__ = ["ROBUSTNESS_THRESHOLDS", "MILESTONE_RULES", "ALL"]
+
 # The default grid of bars (x): every 5x from 5x to 100x, then 150, 200, 300, 500, 1000x. It holds the paper's
 # 30x, 50x and 100x exactly.
 ROBUSTNESS_THRESHOLDS: tuple[float, ...] = (*(float(t) for t in range(5, 101, 5)), 150.0, 200.0, 300.0, 500.0,

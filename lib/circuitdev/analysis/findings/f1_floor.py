@@ -18,6 +18,9 @@ from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim,
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import BOS_THRESHOLD, check_head_class, head_name, sel_column
 
+__all__ = ["layer_counts", "floor_check", "floor_summary", "bar_mass", "floor_margin", "floor_headroom",
+           "floor_verdict"]
+
 
 def layer_counts(dev: pd.DataFrame, *, head_class: str = BOS, threshold: float = BOS_THRESHOLD,
                  rule: CountingRule = "per-class", boot: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -72,9 +75,6 @@ def floor_summary(floor: pd.DataFrame, *, by: Sequence[str] = ("panel",)) -> pd.
                      "broken": "broken at " + ", ".join(f"{p} {r}" for p, r in zip(bad["panel"], bad["revision"]))
                      if len(bad) else "never broken"})
     return pd.DataFrame(rows, columns=[*by, "runs", "held", "most", "broken"])
-
-
-VERDICTS = ("holds", "within noise", "fails")
 
 
 def bar_mass(selectivity: float | np.ndarray, seq_len: int) -> float | np.ndarray:

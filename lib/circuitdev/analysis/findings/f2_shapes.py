@@ -17,6 +17,8 @@ from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim,
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import BOS_THRESHOLD
 
+__all__ = ["bos_fraction", "steepest_rise", "trajectory_shape", "run_differences", "shape_ranges"]
+
 MIN_RISE_PP = 10.0  # no shape is called for a rise smaller than this many percentage points ...
 MIN_RISE_HEADS = 3  # ... or than this many heads of the model (one or two heads crossing a bar are no shape)
 MIN_SPAN_EFOLDS = 1.0  # the steepest rise is measured over at least this many e-folds of tokens

@@ -32,6 +32,10 @@ from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import (BOS_THRESHOLD, CLASS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, HeadClass,
                                check_head_class, head_name, parse_head, sel_column)
 
+__all__ = ["Milestone", "PAPER_MILESTONES", "describe_milestones", "milestone", "MILESTONE_COLUMNS", "milestones",
+           "milestone_gap", "bound_text", "fmt_ratio", "milestone_text", "with_texts", "reached_table", "gap_texts",
+           "milestone_margin"]
+
 Bound = Literal["exact", "upper", "lower", "none"]  # how a reported value relates to the true one (module docstring)
 
 
@@ -134,7 +138,7 @@ def first_hit_bound(first_index, first_tokens: float) -> Bound:
     return "upper" if int(first_index) == 0 and first_tokens > 0 else "exact"
 
 
-def _first_row(panel: str, name: str, idx: np.ndarray, ok: np.ndarray, cols: dict) -> dict:
+def first_hit_row(panel: str, name: str, idx: np.ndarray, ok: np.ndarray, cols: dict) -> dict:
     """The first revision of `idx` (token order) where `ok` holds, with its censoring (module docstring)."""
     hit = idx[ok]
     i = int(hit[0]) if len(hit) else None
@@ -148,7 +152,7 @@ def _first_row(panel: str, name: str, idx: np.ndarray, ok: np.ndarray, cols: dic
             "bound_tokens_b": float(tokens[i if i is not None else idx[-1]])}
 
 
-def _windows(rows: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]], cols: dict) -> pd.DataFrame:
+def milestone_windows(rows: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]], cols: dict) -> pd.DataFrame:
     """MILESTONE_WINDOW_COLUMNS for each (positions of a panel's revisions, point hits, the replicates' first-hit
     indices (B,) or None where there are none) of `rows`."""
     window = []
@@ -183,14 +187,14 @@ def milestones(dev: pd.DataFrame, *, specs: Sequence[Milestone] = PAPER_MILESTON
     window_censored, the window starts at the first probed revision or never closes (a bound, not a width)."""
     ix = index(dev)
     hits = list(_milestone_hits(dev, specs, rule, sustained))
-    out = pd.DataFrame([_first_row(panel, spec.name, idx, ok, ix.cols) for panel, idx, spec, ok in hits],
+    out = pd.DataFrame([first_hit_row(panel, spec.name, idx, ok, ix.cols) for panel, idx, spec, ok in hits],
                        columns=MILESTONE_COLUMNS)
     if boot is None:
         return out
     reps = uncertainty.Replicates.align(dev, boot)
     firsts = np.stack([[uncertainty.first_reached(ok) for *_, ok in _milestone_hits(frame, specs, rule, sustained)]
                        for frame in reps.frames()])  # (B, panels x milestones)
-    window = _windows([(idx, ok, firsts[:, k] if panel in reps.panels else None)
+    window = milestone_windows([(idx, ok, firsts[:, k] if panel in reps.panels else None)
                        for k, (panel, idx, _spec, ok) in enumerate(hits)], ix.cols)
     return pd.concat([out, window], axis=1)
 
@@ -351,7 +355,8 @@ def milestone_margin(dev: pd.DataFrame, spec: Milestone, *, rule: CountingRule =
     never reached: stays_from = NaN and stays_to = the largest k-th value at any revision (it would be reached at
     or below that bar). next_value: the deciding head at the next revision (a head that falls back below the bar
     made the milestone by one look). `hangs_on`: all of it in one sentence, with where the milestone moves above
-    stays_to and, given `gap` (the start and end milestone names of a gap, `spec` one of them), what the gap becomes there."""
+    stays_to and, given `gap` (the start and end milestone names of a gap, `spec` one of them), what the gap becomes
+    there."""
     kth = kth_strongest(dev, spec, rule=rule)
     first = milestones(dev, specs=[spec], rule=rule).set_index("panel")
     rows = []

@@ -20,6 +20,8 @@ from circuitdev.analysis.units import fmt_tokens_b
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, head_name, sel_column
 
+__all__ = ["circuit_recall", "faded_heads", "recall_milestones"]
+
 
 def circuit_recall(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float = INDUCTION_THRESHOLD,
                    reference_revision: str | None = None, rule: CountingRule = "per-class",

@@ -20,11 +20,14 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis.devtable import final_circuit, require
-from circuitdev.analysis.findings.f5_pr_lead import (FORMATION_THRESHOLDS, ElevationRule, PanelHeads, _first_true,
-                                                     _panel_matrices, _select_heads, lead_bound_text, lead_censoring,
+from circuitdev.analysis.findings.f5_pr_lead import (FORMATION_THRESHOLDS, ElevationRule, PanelHeads, first_true,
+                                                     panel_matrices, select_heads, lead_bound_text, lead_censoring,
                                                      lead_value, pr_elevated)
 from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, head_name, sel_column
+
+__all__ = ["LEAD_NULL_TABLE", "elevation_base_rate", "lead_null", "lead_null_texts", "lead_null_settings",
+           "pr_against_null", "null_pr_summary"]
 
 # the columns a page shows of a lead_null table (+ tier): the rest are in reanalyse's f5_lead_null.csv
 LEAD_NULL_TABLE = ["tier", "panel", "head_class", "rule", "heads", "defined", "lower", "upper", "median_lead",
@@ -42,12 +45,12 @@ def elevation_base_rate(dev: pd.DataFrame, *, rule: ElevationRule = "fraction-of
     tokens_b, n_heads, n_elevated, share_elevated, n_first, share_first, rule, level."""
     require(dev, ["pr"], "elevation_base_rate")
     frames = []
-    for panel, revs, _, _, mats in _panel_matrices(dev, ["pr"]):
+    for panel, revs, _, _, mats in panel_matrices(dev, ["pr"]):
         pr = mats["pr"][~np.isnan(mats["pr"]).all(axis=1)]  # (heads with a PR, revisions)
         if not len(pr):
             continue
         up = pr_elevated(pr, rule=rule, level=level)
-        first = _first_true(up)
+        first = first_true(up)
         known = (~np.isnan(pr)).sum(axis=0)
         n_first = np.bincount(first[first >= 0], minlength=pr.shape[1])
         frames.append(pd.DataFrame({
@@ -87,10 +90,10 @@ def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: fl
         raise ConfigError(f"n_perm must be >= 1, got {n_perm}")
     tau = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
     require(dev, ["pr", sel_column(head_class)], "lead_null")
-    chosen = _select_heads(dev, heads, head_class, tau)
+    chosen = select_heads(dev, heads, head_class, tau)
     rng = np.random.default_rng(seed)
     rows = []
-    for panel, revs, layers, hs, mats in _panel_matrices(dev, [sel_column(head_class), "pr"]):
+    for panel, revs, layers, hs, mats in panel_matrices(dev, [sel_column(head_class), "pr"]):
         key = layers * 10**4 + hs
         want = chosen[chosen["panel"] == panel]
         circuit = np.isin(key, want["layer"].to_numpy() * 10**4 + want["head"].to_numpy())
@@ -99,8 +102,8 @@ def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: fl
             continue
         n_rev = len(revs["revision"])
         formed = mats[sel_column(head_class)] >= tau
-        f_all = _first_true(formed)
-        e_all = _first_true(pr_elevated(mats["pr"], rule=rule, level=level))
+        f_all = first_true(formed)
+        e_all = first_true(pr_elevated(mats["pr"], rule=rule, level=level))
         f_c, observed = f_all[circuit], lead_value(f_all[circuit], e_all[circuit], n_rev, has_pr[circuit])
         kinds = lead_censoring(f_c, e_all[circuit], has_pr[circuit])
         others = ~circuit & has_pr
@@ -215,5 +218,3 @@ def null_pr_summary(calibrated: pd.DataFrame, dev: pd.DataFrame | None = None, *
     return out[columns]
 
 
-__all__ = ["LEAD_NULL_TABLE", "N_PERMUTATIONS", "PERMUTATION_SEED", "NULL_PR_QUANTILE", "LEAD_NULL_COLUMNS", "elevation_base_rate",
-           "lead_null", "lead_null_settings", "lead_null_texts", "pr_against_null", "null_pr_summary"]

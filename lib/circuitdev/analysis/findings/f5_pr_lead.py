@@ -35,8 +35,9 @@ from circuitdev.measure.pr_integral import pr_integral
 from circuitdev.schema import (BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, head_name, parse_head,
                                sel_column)
 
+__all__ = ["ElevationRule", "head_trajectories", "pr_lead", "lead_summary", "lead_texts"]
+
 ElevationRule = Literal["fraction-of-peak", "peak-to-date", "ratio-to-start", "above-level"]
-LeadCensoring = Literal["exact", "lower", "upper", "undefined", "not formed"]
 LEAD_CENSORING: tuple[str, ...] = ("exact", "lower", "upper", "undefined", "not formed")
 # Formation thresholds (method reference §6 `formation_idx`): induction 50, previous-token 100, first-token 30.
 FORMATION_THRESHOLDS: dict[str, float] = {"induction": INDUCTION_THRESHOLD, "previous-token": PREV_TOKEN_THRESHOLD,
@@ -48,7 +49,7 @@ PR_SIGNAL_FLOOR = 1e-3  # the plotted PR signal is max(PR - 1, 1e-3) (log axis)
 PanelHeads = Mapping[str, Sequence["str | tuple[int, int]"]]
 
 
-def _select_heads(dev: pd.DataFrame, heads: PanelHeads | None, head_class: str, threshold: float) -> pd.DataFrame:
+def select_heads(dev: pd.DataFrame, heads: PanelHeads | None, head_class: str, threshold: float) -> pd.DataFrame:
     """panel, layer, head of the heads to follow: `heads` per panel, or the final-revision circuit."""
     if heads is None:
         return final_circuit(dev, head_class=head_class, threshold=threshold)[["panel", "layer", "head"]]
@@ -65,7 +66,7 @@ def head_trajectories(dev: pd.DataFrame, *, head_class: str = "induction", thres
     signal), selectivity, formed (selectivity >= threshold)."""
     threshold = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
     require(dev, ["pr", sel_column(head_class)], "head_trajectories")
-    chosen = _select_heads(dev, heads, head_class, threshold)
+    chosen = select_heads(dev, heads, head_class, threshold)
     rows = dev.merge(chosen, on=["panel", "layer", "head"])
     rows = rows.merge(revisions(dev)[["panel", "revision", "revision_index", "token_fraction"]],
                       on=["panel", "revision"])
@@ -111,7 +112,7 @@ def pr_elevated(pr: np.ndarray, *, rule: ElevationRule = "fraction-of-peak", lev
                       f"got {rule!r}")
 
 
-def _panel_matrices(dev: pd.DataFrame, columns: Sequence[str]):
+def panel_matrices(dev: pd.DataFrame, columns: Sequence[str]):
     """Per panel: (panel, its revisions in token order, layer and head of each of its heads, {column: heads x
     revisions matrix}), NaN where a head has no row. The vectorised form of per-head trajectories."""
     ix = index(dev)
@@ -134,7 +135,7 @@ def _nullable(values: np.ndarray, ok: np.ndarray) -> pd.array:
     return pd.array([int(v) if k else None for v, k in zip(values, ok)], dtype="Int64")
 
 
-def _first_true(mask: np.ndarray) -> np.ndarray:
+def first_true(mask: np.ndarray) -> np.ndarray:
     """Index of the first True along the last axis, -1 where there is none."""
     return np.where(mask.any(axis=-1), mask.argmax(axis=-1), -1)
 
@@ -183,7 +184,7 @@ def pr_lead(dev: pd.DataFrame, *, head_class: str = "induction", threshold: floa
         from circuitdev.analysis import uncertainty
 
         tau = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
-        chosen = _select_heads(dev, heads, head_class, tau)
+        chosen = select_heads(dev, heads, head_class, tau)
         fixed = {p: [(int(l), int(h)) for l, h in zip(g["layer"], g["head"])] for p, g in chosen.groupby("panel")}
         return uncertainty.with_intervals(dev, boot, lambda d: pr_lead(
             d, head_class=head_class, threshold=tau, heads=fixed, rule=rule, level=level),
@@ -201,16 +202,16 @@ def _leads(dev: pd.DataFrame, *, head_class: str, threshold: float | None, heads
     """pr_lead for several (rule, level) settings, building the per-panel matrices once."""
     threshold = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
     require(dev, ["pr", sel_column(head_class)], "pr_lead")
-    chosen = _select_heads(dev, heads, head_class, threshold)
+    chosen = select_heads(dev, heads, head_class, threshold)
     frames = []
-    for panel, revs, layers, hs, mats in _panel_matrices(dev, [sel_column(head_class), "pr"]):
+    for panel, revs, layers, hs, mats in panel_matrices(dev, [sel_column(head_class), "pr"]):
         want = chosen[chosen["panel"] == panel]
         keep = np.isin(layers * 10**4 + hs, want["layer"].to_numpy() * 10**4 + want["head"].to_numpy())
         if not keep.any():
             continue
         tokens, labels = revs["tokens_b"], revs["revision"]
         pick = lambda arr, i: np.where(i >= 0, arr[np.maximum(i, 0)], None)  # noqa: E731
-        f = _first_true(mats[sel_column(head_class)][keep] >= threshold)
+        f = first_true(mats[sel_column(head_class)][keep] >= threshold)
         ft = np.where(f >= 0, tokens[np.maximum(f, 0)], np.nan)
         base = {"panel": panel, "layer": layers[keep], "head": hs[keep],
                 "name": [head_name(l, h) for l, h in zip(layers[keep], hs[keep])], "head_class": head_class,
@@ -218,7 +219,7 @@ def _leads(dev: pd.DataFrame, *, head_class: str, threshold: float | None, heads
                 "formation_tokens_b": ft}
         has_pr = ~np.isnan(mats["pr"][keep]).all(axis=1)
         for rule, level in settings:
-            e = _first_true(pr_elevated(mats["pr"][keep], rule=rule, level=level))
+            e = first_true(pr_elevated(mats["pr"][keep], rule=rule, level=level))
             et = np.where(e >= 0, tokens[np.maximum(e, 0)], np.nan)
             value, kind = lead_value(f, e, len(labels), has_pr), lead_censoring(f, e, has_pr)
             exact = (kind == "exact") & (et > 0)
@@ -304,7 +305,7 @@ def pr_features(dev: pd.DataFrame) -> pd.DataFrame:
     spread = max - min PR, final_pr, max_pr, min_pr. Heads without any PR are left out."""
     require(dev, ["pr"], "pr_features")
     frames = []
-    for panel, revs, layers, hs, mats in _panel_matrices(dev, ["pr"]):
+    for panel, revs, layers, hs, mats in panel_matrices(dev, ["pr"]):
         known = ~np.isnan(mats["pr"]).all(axis=1)
         if not known.any():
             continue

@@ -16,7 +16,8 @@ from circuitdev.analysis.findings.claim import HANGS_ON_COLUMNS
 from circuitdev.analysis.findings.robustness import robust_claim
 from circuitdev.measure.classify import CountingRule
 
-__all__ = ["HANGS_ON_COLUMNS", "hangs_on"]
+__all__ = ["hangs_on"]
+
 
 
 def hangs_on(dev: pd.DataFrame, claim: str, *, rule: CountingRule = "per-class") -> pd.DataFrame:

@@ -45,7 +45,8 @@ from circuitdev.analysis.findings.f4_convergence import RECALL_CLAIM
 from circuitdev.analysis.findings.f5_pr_lead import LEAD_CLAIM
 from circuitdev.errors import ConfigError
 
-__all__ = ["ROBUSTNESS_CLAIMS", "robust_claim", "robustness_table"]
+__all__ = ["ROBUSTNESS_CLAIMS", "robustness_table"]
+
 
 # the one registration of the claims, in the order the book shows them
 ROBUSTNESS_CLAIMS: dict[str, RobustClaim] = {c.id: c for c in (

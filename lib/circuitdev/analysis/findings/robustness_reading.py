@@ -18,6 +18,8 @@ from circuitdev.analysis.findings.claim import ROBUSTNESS_THRESHOLDS
 from circuitdev.analysis.findings.robustness import ROBUSTNESS_CLAIMS, robust_claim
 from circuitdev.errors import ConfigError
 
+__all__ = ["holds_ranges", "ranges_text", "claim_summary", "rule_verdicts", "claims_frame", "ranges_sentence"]
+
 
 def _series(table: pd.DataFrame, claim: str, *, panel: str, varied: str | None, rule: str | None,
             item: str | None) -> pd.DataFrame:

@@ -35,6 +35,9 @@ from circuitdev.analysis.devtable import panel_order, revisions
 from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, head_name, parse_head
 
+__all__ = ["SINK_MEASURES", "sink_flags", "measured", "measure_counts", "AGREEMENT_COLUMNS", "measure_agreement",
+           "sink_onsets", "lowest_layers", "FLOOR_COLUMNS", "floor_by_measure", "floor_texts", "mass_for_selectivity"]
+
 SinkMeasure = Literal["second_a", "all_query", "gu"]
 SINK_MEASURES: dict[str, str] = {
     "second_a": "first-token selectivity at the second A (the paper's)",
@@ -127,7 +130,8 @@ def measure_agreement(flags: pd.DataFrame) -> pd.DataFrame:
                          "only_first": int((fa & ~fb).sum()), "only_second": int((fb & ~fa).sum()),
                          "jaccard": _jaccard(fa, fb), "heads_first": " ".join(sorted(ever_a, key=parse_head)),
                          "heads_second": " ".join(sorted(ever_b, key=parse_head)),
-                         "heads_both": " ".join(sorted(ever_a & ever_b, key=parse_head)), "same_heads": ever_a == ever_b,
+                         "heads_both": " ".join(sorted(ever_a & ever_b, key=parse_head)),
+                         "same_heads": ever_a == ever_b,
                          "final_jaccard": _jaccard(fa[last.to_numpy()], fb[last.to_numpy()])})
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
@@ -218,6 +222,3 @@ def mass_for_selectivity(selectivity: float, seq_len: int) -> float:
     return selectivity / (seq_len - 1 + selectivity)
 
 
-__all__ = ["SinkMeasure", "SINK_MEASURES", "MEASURE_COLUMNS", "GU_EPSILON", "FLOOR_LAYERS", "AGREEMENT_COLUMNS",
-           "FLOOR_COLUMNS", "sink_flags", "measured", "measure_counts", "measure_agreement", "sink_onsets",
-           "floor_by_measure", "lowest_layers", "floor_texts", "mass_for_selectivity"]

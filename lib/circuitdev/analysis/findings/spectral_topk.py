@@ -25,11 +25,14 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis.devtable import panel_order, require, revisions
-from circuitdev.analysis.findings.f5_pr_lead import _panel_matrices
+from circuitdev.analysis.findings.f5_pr_lead import panel_matrices
 from circuitdev.errors import ConfigError
 from circuitdev.measure.classify import classify
 from circuitdev.measure.pr_integral import pr_integral
 from circuitdev.schema import CLASS_THRESHOLD, HEAD_CLASSES, head_name
+
+__all__ = ["PAPER_TOP_K", "TOPK_CLASSES", "scaled_k", "topk_heads", "BREAKDOWN_COLUMNS", "topk_breakdown",
+           "topk_dominance", "dominance_texts"]
 
 PAPER_TOP_K = 45  # the authors' K, the same for all three models
 # The share of its model's heads the paper's K is, by architecture family (Pythia-1B 16 x 8, OLMo / OLMoE 16 x 16)
@@ -69,7 +72,7 @@ def topk_heads(dev: pd.DataFrame, *, k: int | Mapping[str, int] = PAPER_TOP_K,
     (1 = highest), integral, k, clip_b."""
     require(dev, ["pr"], "topk_heads")
     frames = []
-    for panel, revs, layers, hs, mats in _panel_matrices(dev, ["pr"]):
+    for panel, revs, layers, hs, mats in panel_matrices(dev, ["pr"]):
         pr, tokens = mats["pr"], np.asarray(revs["tokens_b"], dtype=float)
         known = ~np.isnan(pr).all(axis=1)
         if not known.any():
@@ -156,5 +159,3 @@ def dominance_texts(dominance: pd.DataFrame) -> pd.DataFrame:
                    zip(dominance["leads_from"], dominance["leads_from_fraction"])])
 
 
-__all__ = ["PAPER_TOP_K", "PAPER_K_SHARE", "TOPK_CLASSES", "BREAKDOWN_COLUMNS", "scaled_k", "topk_heads",
-           "topk_breakdown", "topk_dominance", "dominance_texts"]

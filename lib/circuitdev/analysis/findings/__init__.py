@@ -20,6 +20,7 @@ developmental table; one module per finding, as the book has one page per findin
                     over one grid of bars and rules)
     robustness_reading  holds_ranges, ranges_text, ranges_sentence, claim_summary, rule_verdicts (reading it)
     hangs_on        hangs_on (what a claim hangs on: the deciding head, its margin; milestone_margin is F3's)
+    verdicts        claim_verdicts, VERDICTS (what the data support, per claim: one function, one vocabulary)
     sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity
     refinement      REVISION_METRICS, revision_metric, event_window, window_comparison, milestone_window_comparison,
                     PanelView (the refinement page's view of one record panel)
@@ -74,11 +75,12 @@ from circuitdev.analysis.findings.claim import *  # noqa: F401,F403
 from circuitdev.analysis.findings.robustness import *  # noqa: F401,F403
 from circuitdev.analysis.findings.robustness_reading import *  # noqa: F401,F403
 from circuitdev.analysis.findings.hangs_on import *  # noqa: F401,F403
+from circuitdev.analysis.findings.verdicts import *  # noqa: F401,F403
 from circuitdev.schema import head_name
 
 FINDING_MODULES = ("basics", "f1_floor", "f2_shapes", "f3_milestones", "f3_behaviour", "f4_convergence", "f5_pr_lead",
                    "f5_control", "spectral_topk", "f6_noise_floor", "sink_measures", "first_position", "sensitivity",
-                   "refinement", "seeds", "claim", "robustness", "robustness_reading", "hangs_on")
+                   "refinement", "seeds", "claim", "robustness", "robustness_reading", "hangs_on", "verdicts")
 # (by sys.modules: a star import rebinds a module's name when it exports a function of that name, as hangs_on does)
 __all__ = ["final_circuit", "head_counts", "head_mask", "head_name", "reuse_indexes", "revisions",
            *(name for m in FINDING_MODULES for name in sys.modules[f"{__name__}.{m}"].__all__)]

@@ -66,7 +66,7 @@ def elevation_base_rate(dev: pd.DataFrame, *, rule: ElevationRule = "fraction-of
 LEAD_NULL_COLUMNS = ["panel", "head_class", "rule", "level", "heads", "defined", "lower", "upper", "median_lead",
                      "other_heads",
                 "other_median_lead", "transient_heads", "transient_median_lead", "null_mean", "null_lo", "null_hi",
-                "p_value", "n_perm", "seed", "first_revision", "base_rate_first"]
+                "p_value", "p_greater", "min_p", "n_perm", "seed", "first_revision", "base_rate_first"]
 
 
 def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float | None = None,
@@ -85,7 +85,12 @@ def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: fl
     given to as many heads drawn at random (without replacement) from all heads with a PR, `n_perm` times
     (`numpy.random.default_rng(seed)`); draws whose leads are all undefined are left out (n_perm counts the rest).
     p_value = (1 + #{null median >= observed}) / (1 + n_perm): one-sided, "the circuit's median lead exceeds what
-    random heads show". first_revision / base_rate_first: the share of all heads elevated at the first revision."""
+    random heads show"; p_greater = (1 + #{null median > observed}) / (1 + n_perm), the same without ties (P(null >
+    observed)). min_p: the test's power -- the p_value of the best outcome the data could give under the same null
+    and draws: every circuit head elevated at the earliest revision any head is (NaN when even that gives no
+    lead); min_p >= 0.05 means the test cannot reject whatever the data. first_revision / base_rate_first: the
+    share of all heads elevated at the first revision. A panel whose first revision is the initialisation (0
+    tokens) reads leads with `at_init` (f5_pr_lead: an elevation there gives no lead)."""
     if n_perm < 1:
         raise ConfigError(f"n_perm must be >= 1, got {n_perm}")
     tau = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
@@ -101,19 +106,24 @@ def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: fl
         if not circuit.any() or not has_pr.any():
             continue
         n_rev = len(revs["revision"])
+        init = bool(revs["tokens_b"][0] == 0)  # the first revision is the initialisation (a toy panel's step0)
         formed = mats[sel_column(head_class)] >= tau
         f_all = first_true(formed)
         e_all = first_true(pr_elevated(mats["pr"], rule=rule, level=level))
-        f_c, observed = f_all[circuit], lead_value(f_all[circuit], e_all[circuit], n_rev, has_pr[circuit])
-        kinds = lead_censoring(f_c, e_all[circuit], has_pr[circuit])
+        f_c = f_all[circuit]
+        observed = lead_value(f_c, e_all[circuit], n_rev, has_pr[circuit], at_init=init)
+        kinds = lead_censoring(f_c, e_all[circuit], has_pr[circuit], at_init=init)
         others = ~circuit & has_pr
-        other = lead_value(f_c[None, :], e_all[others][:, None], n_rev)  # (other heads, circuit formations)
+        other = lead_value(f_c[None, :], e_all[others][:, None], n_rev, at_init=init)  # (other heads, formations)
         transient = ~circuit & formed.any(axis=1) & ~formed[:, -1] & has_pr
-        trans = lead_value(f_all[transient], e_all[transient], n_rev)
+        trans = lead_value(f_all[transient], e_all[transient], n_rev, at_init=init)
         pool = np.flatnonzero(has_pr)
         k = int(circuit.sum())
-        null = _null_medians(f_c, e_all[pool], n_rev, k, n_perm, rng) if k <= len(pool) else np.array([])
+        null = _null_medians(f_c, e_all[pool], n_rev, k, n_perm, rng, init) if k <= len(pool) else np.array([])
         obs = float(np.nanmedian(observed)) if np.isfinite(observed).any() else np.nan
+        earliest = e_all[pool][e_all[pool] >= 0].min() if (e_all[pool] >= 0).any() else -1
+        best = lead_value(f_c, np.full(k, earliest), n_rev, has_pr[circuit], at_init=init)
+        best = float(np.nanmedian(best)) if np.isfinite(best).any() else np.nan
         up0 = pr_elevated(mats["pr"][has_pr], rule=rule, level=level)[:, 0]
         rows.append({
             "panel": panel, "head_class": head_class, "rule": rule, "level": level, "heads": k,
@@ -123,7 +133,7 @@ def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: fl
             "transient_median_lead": _median(trans), "null_mean": float(null.mean()) if len(null) else np.nan,
             "null_lo": float(np.percentile(null, 2.5)) if len(null) else np.nan,
             "null_hi": float(np.percentile(null, 97.5)) if len(null) else np.nan,
-            "p_value": (1 + int((null >= obs).sum())) / (1 + len(null)) if len(null) and np.isfinite(obs) else np.nan,
+            "p_value": _p(null, obs, ">="), "p_greater": _p(null, obs, ">"), "min_p": _p(null, best, ">="),
             "n_perm": len(null), "seed": seed, "first_revision": revs["revision"][0],
             "base_rate_first": float(up0.mean())})
     return pd.DataFrame(rows, columns=LEAD_NULL_COLUMNS)
@@ -139,20 +149,27 @@ def lead_null_texts(null: pd.DataFrame) -> pd.DataFrame:
     return null.assign(text=[text(r) for _, r in null.iterrows()] if len(null) else [])
 
 
+def _p(null: np.ndarray, value: float, side: str) -> float:
+    """(1 + #{null >= value}) / (1 + draws) (side ">=") or with ">" (no ties); NaN without draws or value."""
+    if not len(null) or not np.isfinite(value):
+        return np.nan
+    return (1 + int((null >= value).sum() if side == ">=" else (null > value).sum())) / (1 + len(null))
+
+
 def _median(values: np.ndarray) -> float:
     finite = np.asarray(values, dtype=float)[np.isfinite(values)]
     return float(np.median(finite)) if len(finite) else np.nan
 
 
 def _null_medians(formation: np.ndarray, elevation: np.ndarray, n_rev: int, k: int, n_perm: int,
-                  rng: np.random.Generator, chunk: int = 2000) -> np.ndarray:
+                  rng: np.random.Generator, at_init: bool = False, chunk: int = 2000) -> np.ndarray:
     """Median lead of `formation` (k,) given to k heads drawn without replacement from `elevation` (pool,), per
     permutation; permutations whose leads are all undefined are dropped. In chunks, to bound memory."""
     out = []
     for start in range(0, n_perm, chunk):
         m = min(chunk, n_perm - start)
         draw = rng.random((m, len(elevation))).argsort(axis=1)[:, :k]  # (m, k) distinct heads per permutation
-        leads = lead_value(formation[None, :], elevation[draw], n_rev)
+        leads = lead_value(formation[None, :], elevation[draw], n_rev, at_init=at_init)
         ok = np.isfinite(leads).any(axis=1)
         with np.errstate(all="ignore"):
             out.append(np.nanmedian(np.where(ok[:, None], leads, 0.0), axis=1)[ok])

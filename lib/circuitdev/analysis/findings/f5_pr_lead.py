@@ -14,6 +14,9 @@ happened after the last one if at all, so a lead built from them is a bound (`le
                 (lead at most formation_index - the number of revisions)
     undefined   formed and elevated both at the first revision (their order cannot be read), or no PR
     not formed  the head never reaches the threshold (only heads passed in `heads=`)
+Where the first revision is the initialisation itself (0 tokens: a toy panel's step0; issue 29), nothing came before
+it: a formation there is exact, and an elevation there gives no lead (every head's PR is "elevated" against its own
+start at random weights), so such a lead is undefined rather than a lower bound.
 `lead_checkpoints` holds the value or the bound (NaN when undefined): a head formed at the first revision no longer
 scores 0.
 """
@@ -141,22 +144,26 @@ def first_true(mask: np.ndarray) -> np.ndarray:
 
 
 def lead_value(formation: np.ndarray, elevation: np.ndarray, n_revisions: int,
-               has_pr: np.ndarray | bool = True) -> np.ndarray:
+               has_pr: np.ndarray | bool = True, *, at_init: bool = False) -> np.ndarray:
     """Lead in checkpoints (formation - elevation index; -1 = never) with the censoring rules of the module
-    docstring: the value or the bound, NaN where undefined or not formed. Broadcasts (the permutation null calls it
-    on (permutations, heads) arrays)."""
+    docstring: the value or the bound, NaN where undefined or not formed. `at_init`: the first revision is the
+    initialisation (0 tokens; the toy panels' step0), where an elevation gives no lead and a formation is exact.
+    Broadcasts (the permutation null calls it on (permutations, heads) arrays)."""
     f, e = np.broadcast_arrays(np.asarray(formation), np.asarray(elevation))
     value = np.where(e >= 0, f - e, f - n_revisions).astype(float)
     bad = (f < 0) | ((f == 0) & (e == 0)) | ~np.broadcast_to(np.asarray(has_pr, dtype=bool), f.shape)
+    if at_init:
+        bad = bad | (e == 0)
     return np.where(bad, np.nan, value)
 
 
-def lead_censoring(formation: np.ndarray, elevation: np.ndarray, has_pr: np.ndarray | bool = True) -> np.ndarray:
-    """The censoring label (LEAD_CENSORING) of each lead `lead_value` gives."""
+def lead_censoring(formation: np.ndarray, elevation: np.ndarray, has_pr: np.ndarray | bool = True, *,
+                   at_init: bool = False) -> np.ndarray:
+    """The censoring label (LEAD_CENSORING) of each lead `lead_value` gives (with the same `at_init`)."""
     f, e = np.broadcast_arrays(np.asarray(formation), np.asarray(elevation))
     kind = np.full(f.shape, "exact", dtype=object)
-    kind[(e == 0) & (f > 0)] = "lower"
-    kind[((f == 0) & (e > 0)) | ((e < 0) & (f >= 0))] = "upper"
+    kind[(e == 0) & (f > 0)] = "undefined" if at_init else "lower"
+    kind[((f == 0) & (e > 0) & (not at_init)) | ((e < 0) & (f >= 0))] = "upper"
     kind[((f == 0) & (e == 0)) | ~np.broadcast_to(np.asarray(has_pr, dtype=bool), f.shape)] = "undefined"
     kind[f < 0] = "not formed"
     return kind
@@ -221,7 +228,9 @@ def _leads(dev: pd.DataFrame, *, head_class: str, threshold: float | None, heads
         for rule, level in settings:
             e = first_true(pr_elevated(mats["pr"][keep], rule=rule, level=level))
             et = np.where(e >= 0, tokens[np.maximum(e, 0)], np.nan)
-            value, kind = lead_value(f, e, len(labels), has_pr), lead_censoring(f, e, has_pr)
+            init = bool(tokens[0] == 0)  # a toy panel's step0: no lead from an elevation there, no bound
+            value, kind = (lead_value(f, e, len(labels), has_pr, at_init=init),
+                           lead_censoring(f, e, has_pr, at_init=init))
             exact = (kind == "exact") & (et > 0)
             frames.append(pd.DataFrame({
                 **base, "elevation_revision": pick(labels, e), "elevation_index": _nullable(e, e >= 0),

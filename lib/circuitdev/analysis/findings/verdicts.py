@@ -1,0 +1,105 @@
+"""A verdict per claim, computed in one place with one vocabulary (issue 29): what the data support.
+
+`claim_verdicts(robustness, lead_null)` reads the robustness table (`robustness_table`: every claim x panel x item x
+bar x rule) and, for F5, the permutation test of the lead (`f5_control.lead_null`), and decides each (claim, panel,
+item) by these rules, in this order:
+
+    untestable     no value at the paper's bar and rule (no tier holds the data for it: e.g. no lead is defined);
+                   or the statistic agrees with the claim's direction but the claim's null test cannot reject at
+                   ALPHA whatever the data (its smallest attainable p, `min_p`, >= ALPHA)
+    not supported  it fails at the paper's bar under the paper's rule; or its null test could reject (min_p < ALPHA)
+                   and does not (p >= ALPHA)
+    fragile        it holds at the paper's bar under the paper's rule but fails, uncensored, at a neighbouring bar
+                   of the grid (the paper's bar +-5x) or under another rule variant the table reports
+    supported      otherwise
+
+`bound`: the value at the paper's bar is censored (a bound, not a value). `reason`: one sentence naming what decided
+it -- the bar or rule at which it fails, the p-value and the smallest attainable p. Toy, measured and published tiers
+get their verdicts from this same function (one call per tier).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from circuitdev.analysis.findings.claim import ALL
+from circuitdev.analysis.findings.f3_milestones import BOUND_SIGNS
+from circuitdev.analysis.findings.robustness import robust_claim
+
+__all__ = ["VERDICTS", "VERDICT_COLUMNS", "claim_verdicts"]
+
+VERDICTS = ("untestable", "not supported", "fragile", "supported")  # the vocabulary, in the rules' order
+VERDICT_COLUMNS = ["claim", "panel", "item", "verdict", "bound", "reason"]
+ALPHA = 0.05
+NEIGHBOUR_STEP = 5.0  # the neighbouring bars of the paper's: +-5x (the grid's step below 100x)
+NULL_SETTING = ("fraction-of-peak", 0.5)  # the lead's default elevation rule: the test the F5 verdict reads
+
+
+def claim_verdicts(robustness: pd.DataFrame, lead_null: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (claim, panel, item) of `robustness` (ROBUSTNESS_COLUMNS): VERDICT_COLUMNS, by the rules of the
+    module docstring. `lead_null`: F5's permutation tests (`lead_null` rows, panel named `panel` or `model`, with
+    p_value and min_p); where a test for (panel, class) under NULL_SETTING is given, F5's verdict reads it."""
+    if robustness.empty:
+        return pd.DataFrame(columns=VERDICT_COLUMNS)
+    tests = _null_tests(lead_null)
+    rows = []
+    for (claim, panel, item), g in robustness.groupby(["claim", "panel", "item"], sort=False):
+        verdict, reason, bound = _decide(claim, g, tests.get((panel, item)) if claim == "F5.lead" else None)
+        rows.append({"claim": claim, "panel": panel, "item": item, "verdict": verdict, "bound": bound,
+                     "reason": reason})
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _null_tests(lead_null: pd.DataFrame | None) -> dict[tuple[str, str], dict]:
+    if lead_null is None or lead_null.empty:
+        return {}
+    null = lead_null.rename(columns={"model": "panel"})
+    null = null[(null["rule"] == NULL_SETTING[0]) & np.isclose(null["level"].astype(float), NULL_SETTING[1])]
+    return {(r["panel"], r["head_class"]): r for r in null.to_dict("records")}
+
+
+def _bar(tau: float) -> str:
+    return f"{tau:g}×"
+
+
+def _decide(claim: str, g: pd.DataFrame, test: dict | None) -> tuple[str, str, bool]:
+    """(verdict, reason, bound) of one claim cell (all its bars, rules and moving bars)."""
+    c = robust_claim(claim)
+    paper = g[g["paper_rule"].astype(bool)]
+    at = paper[paper["threshold"] == paper["paper_threshold"]]
+    if at.empty or not np.isfinite(at["value"].astype(float)).any():
+        return "untestable", "no value at the paper's bar under the paper's rule in this tier's data", False
+    row = at.iloc[0]
+    bound = bool(at["censored"].any())
+    value = float(row["value"])
+    said = f"{value:g} {c.all_label}" if row["panel"] == ALL and c.all_label else \
+        c.value_text(value) + " (censored both ways)" if row["bound"] == "none" else \
+        BOUND_SIGNS.get(row["bound"], "") + c.value_text(value)
+    where = f"the paper's {_bar(row['paper_threshold'])} under {c.rules[0]}"
+    holds = bool(at["holds"].all())
+    p, min_p = (float(test[k]) if test is not None and pd.notna(test.get(k)) else np.nan for k in ("p_value", "min_p"))
+    if holds and np.isfinite(min_p) and min_p >= ALPHA:
+        return "untestable", (f"holds at {where} ({said}), but its permutation test cannot reject at {ALPHA:g} "
+                              f"whatever the data: the smallest attainable p is {min_p:.2g}"), bound
+    if not holds:
+        return "not supported", f"fails at {where}: the data give {said}", bound
+    if np.isfinite(min_p) and p >= ALPHA:
+        return "not supported", (f"holds at {where} ({said}) but is not above chance: p = {p:.2g} where the test "
+                                 f"could reach {min_p:.2g}"), bound
+    failing = []
+    for varied, gv in paper.groupby("varied", sort=False):
+        tau0 = float(gv["paper_threshold"].iloc[0])
+        near = gv[np.isclose((gv["threshold"] - tau0).abs(), NEIGHBOUR_STEP)]
+        bad = near[~near["holds"].astype(bool) & ~near["censored"].astype(bool)]
+        failing += [f"{_bar(t)}" + (f" (moving the {varied.replace('_', '-')} bar)" if paper["varied"].nunique() > 1
+                                    else "") for t in bad["threshold"]]
+    others = g[~g["paper_rule"].astype(bool) & (g["threshold"] == g["paper_threshold"])]
+    rules = list(dict.fromkeys(others.loc[~others["holds"].astype(bool) & ~others["censored"].astype(bool), "rule"]))
+    if failing or rules:
+        parts = ([f"fails at the neighbouring bar{'s' if len(failing) > 1 else ''} {', '.join(failing)}"]
+                 if failing else []) + ([f"fails under {', '.join(rules)}"] if rules else [])
+        return "fragile", f"holds at {where} ({said}) but {' and '.join(parts)}", bound
+    tested = f"; permutation p = {p:.2g}" if np.isfinite(p) else ""
+    return "supported", (f"holds at {where} ({said}), at its neighbouring bars and under every rule variant"
+                         f"{tested}"), bound

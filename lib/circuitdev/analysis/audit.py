@@ -8,7 +8,9 @@ A differing claim whose quantity depends on a selectivity threshold gets a diagn
 [2, 1000]x at which the data would reproduce the paper's value (so "the paper's 41B is what 30x gives" is found by
 computation). Claims the data cannot decide (no such revision, no null draws, no ablation row, no definition of
 "elevated", or a paper value from another run than the files: `other_run` in claims.yaml) go to a separate
-`unverified` table with the reason; `status` in the main table is strictly match / differs. Claims of the findings
+`unverified` table with the reason; `status` in the main table is match / differs, or, where the data give a
+bound (a censored milestone, recall level or gap: the quantity says so), "consistent (bound)" / "differs (bound)"
+-- a bound is never a plain match (STATUSES). Claims of the findings
 and the ablations are counted apart from bookkeeping claims (BOOKKEEPING: the panels' revision lists, the method's
 quoted settings), so that a mismatch of a revision label is not read as a failed finding.
 """
@@ -24,11 +26,14 @@ import pandas as pd
 
 from circuitdev.analysis import findings as F
 from circuitdev.analysis.bars import bar_runs, runs_text
-from circuitdev.analysis.claims import CLAIMS_PATH, Claim, compare, half_unit, is_number
+from circuitdev.analysis.claims import CLAIMS_PATH, Claim, compare, consistent_with_bound, half_unit, is_number
 from circuitdev.analysis.quantities import QUANTITIES, AuditContext, Quantity, Unverifiable, load_claims
 from circuitdev.sources.published import PublishedData
 
 AUDIT_COLUMNS = ["claim", "paper_value", "data_value", "status", "reason"]
+STATUSES = ("match", "differs", "consistent (bound)", "differs (bound)")
+_BOUND_WORDS = {"upper": "an upper bound (reached at or before the first probed revision)",
+                "lower": "a lower bound", "none": "censored both ways"}
 BOOKKEEPING = ("panel", "method")  # claims about the setup, not a finding: counted apart
 UNVERIFIED_COLUMNS = ["claim", "paper_value", "data_value", "reason"]
 
@@ -75,7 +80,8 @@ class AuditResult:
 
     @property
     def summary(self) -> dict[str, int]:
-        """Counts of every claim (claims, match, differs, unverified) and the same for the findings and ablations
+        """Counts of every claim (claims, match, differs, consistent_bound, differs_bound, unverified) and the same
+        for the findings and ablations
         (findings_*) and for the bookkeeping claims (bookkeeping_*) apart."""
         out = {}
         for prefix, keep in (("", None), ("findings_", False), ("bookkeeping_", True)):
@@ -84,7 +90,9 @@ class AuditResult:
                 self.unverified[self.unverified["finding"].isin(BOOKKEEPING) == keep])
             counts = t["status"].value_counts().to_dict()
             out.update({f"{prefix}claims": len(t) + len(u), f"{prefix}match": counts.get("match", 0),
-                        f"{prefix}differs": counts.get("differs", 0), f"{prefix}unverified": len(u)})
+                        f"{prefix}differs": counts.get("differs", 0),
+                        f"{prefix}consistent_bound": counts.get("consistent (bound)", 0),
+                        f"{prefix}differs_bound": counts.get("differs (bound)", 0), f"{prefix}unverified": len(u)})
         return out
 
 
@@ -98,6 +106,13 @@ def run_audit(dev: pd.DataFrame, *, claims: list[Claim] | str | Path | None = No
     claims = load_claims(claims if claims is not None else CLAIMS_PATH) if not isinstance(claims, list) else claims
     with F.reuse_indexes():  # the sweeps re-evaluate findings on the same frames many times
         return _audit(AuditContext(dev=dev, published=published, nulls=nulls), claims, diagnose)
+
+
+def _unpack(value) -> tuple:
+    """A quantity's value, context and bound: value, (value, context) or (value, context, bound)."""
+    if not isinstance(value, tuple):
+        return value, "", "exact"
+    return (*value, "exact") if len(value) == 2 else value
 
 
 def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResult:
@@ -115,7 +130,7 @@ def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResul
                                "data_value": "" if why.data_value is None else _fmt(why.data_value),
                                "reason": f"{why}{note}", **extra})
             continue
-        value, context = value if isinstance(value, tuple) else (value, "")
+        value, context, bound = _unpack(value)
         context = f" [{context}]" if context else ""
         if claim.other_run:  # the files hold another run: shown, never counted as a match or a mismatch
             agree = "agrees with" if compare(claim, value) else "differs from"
@@ -123,7 +138,12 @@ def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResul
                                "reason": f"the paper's value comes from another run ({claim.other_run}); the files' "
                                          f"value {agree} it at the paper's precision{context}", **extra})
             continue
-        if compare(claim, value):
+        if bound != "exact":  # a censored value: compared as the bound it is, never a plain match
+            ok = consistent_with_bound(claim, value, bound)
+            status = "consistent (bound)" if ok else "differs (bound)"
+            reason = f"the data give {_BOUND_WORDS.get(bound, bound)}, {_fmt(value)}: the paper's {paper_text} " \
+                     f"{'is' if ok else 'is not'} on its side{context}{note if not ok else ''}"
+        elif compare(claim, value):
             exact = not is_number(claim.paper) or claim.significant or isinstance(claim.paper, int)
             rule = "equal" if exact else f"equal at the paper's precision (±{half_unit(claim):g})"
             status, reason = "match", f"{rule}{context}"

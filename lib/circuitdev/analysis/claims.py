@@ -15,7 +15,10 @@ The match rule (`compare`, MATCH_RULE) lives here, with the claims, so that a fi
   181.60 does not; "~6B" (written 6) matches a revision at 6.291B, "21x" matches 20.95x; `significant: n` compares n
   significant digits instead (for values written like 9.75e7);
 - lists match element by element, head lists as sets; NEVER (the paper's "—") matches a milestone never reached;
-- strings and booleans match when equal.
+- strings and booleans match when equal;
+- a censored value (a bound: an event already at the first probed revision, `upper`, or a gap built on one) is
+  compared as the bound it is (`consistent_with_bound`): the paper's number is consistent with it when it lies on
+  the bound's side (within the paper's rounding), never a plain match.
 """
 
 from __future__ import annotations
@@ -196,3 +199,14 @@ def compare(claim: Claim, data) -> bool:
     if is_number(paper) and is_number(data):
         return _num_match(float(paper), float(data), claim)
     return str(paper) == str(data)
+
+
+def consistent_with_bound(claim: Claim, data, bound: str) -> bool:
+    """Whether the paper's value can be the truth that `data`, a bound, bounds: "upper" (the truth is at most
+    data), "lower" (at least), "none" (no bound either way: always); within the paper's rounding (`compare`)."""
+    if compare(claim, data) or bound == "none":
+        return True
+    if not (is_number(claim.paper) and is_number(data)):
+        return False
+    paper, tol = float(claim.paper), half_unit(claim) + 1e-9 * max(1.0, abs(float(claim.paper)))
+    return paper <= float(data) + tol if bound == "upper" else paper >= float(data) - tol

@@ -2,7 +2,8 @@
 
 A quantity computes one number (or list, or string) from an `AuditContext` -- a developmental table plus, for the
 published source, the run metadata, ablations and an optional F6 null table -- using the findings functions, and may
-return `(value, context)` where context says where the value came from. `Unverifiable` means the data cannot decide
+return `(value, context)` where context says where the value came from, or `(value, context, bound)` where the value
+is censored ("upper" / "lower" / "none", as `f3_milestones` says; "exact" otherwise). `Unverifiable` means the data cannot decide
 the claim (no such revision, no null draws, no definition); its `data_value` may still say what the data give.
 """
 
@@ -216,8 +217,8 @@ def milestone_tokens(ctx, panel, milestone, threshold=None, sustained=False):
     """Tokens (B) of the first revision reaching an F3 milestone, or "never"."""
     table = ctx.memo(("milestones", panel, milestone, threshold, sustained), lambda: F.milestones(
         ctx.panel_rows(panel), specs=[F.milestone(milestone, threshold=threshold)], sustained=sustained))
-    row = table.iloc[0]
-    return (NEVER, "never reached") if pd.isna(row["revision"]) else (row["tokens_b"], row["revision"])
+    row = table.iloc[0]  # reached at the first probed revision: an upper bound (f3_milestones' censoring)
+    return (NEVER, "never reached") if pd.isna(row["revision"]) else (row["tokens_b"], row["revision"], row["bound"])
 
 
 @quantity
@@ -227,7 +228,7 @@ def milestone_gap_ratio(ctx, panel, start, end, threshold=None):
     gap = F.milestone_gap(table, start=start, end=end).iloc[0]
     if not np.isfinite(gap["token_ratio"]):
         return NEVER, "a milestone is never reached"
-    return gap["token_ratio"], f"{gap['end_tokens_b']:g}B / {gap['start_tokens_b']:g}B"
+    return gap["token_ratio"], f"{gap['end_tokens_b']:g}B / {gap['start_tokens_b']:g}B", gap["bound"]
 
 
 def _circuit(ctx, panel, revision, tokens_b, threshold, head_class, rule) -> list[str]:
@@ -287,16 +288,18 @@ def recall_tokens(ctx, panel, level_pct, threshold=50.0):
     if pd.isna(row["revision"]):
         return NEVER, "never reached"
     hit = recall[recall["revision"] == row["revision"]].iloc[0]
-    return row["tokens_b"], f"{row['revision']}: {hit['n_found']}/{hit['n_circuit']} heads ({hit['found']})"
+    return (row["tokens_b"], f"{row['revision']}: {hit['n_found']}/{hit['n_circuit']} heads ({hit['found']})",
+            F.first_hit_bound(row["revision_index"], float(recall["tokens_b"].iloc[0])))
 
 
 @quantity
 def recall_token_pct(ctx, panel, level_pct, threshold=50.0):
     """Share of training (%) at the first revision where recall reaches level_pct."""
-    row, _ = _recall_row(ctx, panel, level_pct, threshold)
+    row, recall = _recall_row(ctx, panel, level_pct, threshold)
     if pd.isna(row["revision"]):
         return NEVER, "never reached"
-    return 100 * row["token_fraction"], f"{row['revision']} ({row['tokens_b']:g}B)"
+    return (100 * row["token_fraction"], f"{row['revision']} ({row['tokens_b']:g}B)",
+            F.first_hit_bound(row["revision_index"], float(recall["tokens_b"].iloc[0])))
 
 
 @quantity

@@ -116,6 +116,10 @@ def test_f5_power_against_an_exact_null():
     best = np.median(formation - elevations.min())  # every circuit head elevated at the earliest revision any is
     assert out["min_p"] == pytest.approx(exact_p(formation, elevations, 5, best)[0], abs=0.01)
     assert out["min_p"] <= out["p_value"] and out["p_greater"] <= out["p_value"]
+    said = C.lead_null_texts(pd.DataFrame([out]))["power"].iloc[0]
+    assert said.startswith("could reject") if out["min_p"] < 0.05 <= out["p_value"] else said
+    weak = C.lead_null_texts(pd.DataFrame([{**out, "min_p": 0.3, "p_value": 0.4}]))["power"].iloc[0]
+    assert weak == "cannot reject at 0.05 whatever the data (the best attainable p is 0.3)"
 
 
 def test_a_toy_panels_step0_elevation_gives_no_lead():

@@ -35,6 +35,7 @@ LEAD_NULL_TABLE = ["tier", "panel", "head_class", "rule", "heads", "defined", "l
                    "base_rate_first"]
 N_PERMUTATIONS = 10_000  # permutations of the null: a p-value of 0.05 has a Monte Carlo error of about 0.002
 PERMUTATION_SEED = 0
+ALPHA = 0.05  # the level a test must be able to reach (min_p) and reach (p_value)
 NULL_PR_QUANTILE = 0.99  # the paper's null PR statistic: the 99th percentile over every head (and draw)
 
 
@@ -141,12 +142,26 @@ def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: fl
 
 def lead_null_texts(null: pd.DataFrame) -> pd.DataFrame:
     """`lead_null` rows with `text`: "+2 against a null mean of +1.4, p = 0.43", the median marked as a bound where
-    its leads are (`f5_pr_lead.lead_bound_text`)."""
+    its leads are (`f5_pr_lead.lead_bound_text`); and `power`, whether the test can reject at all and what it
+    concludes (issue 29): "cannot reject at 0.05 whatever the data (the best attainable p is 0.74)", "could
+    reject (best attainable p 0.011) and does not: no lead beyond chance", "rejects: a lead beyond chance"."""
     def text(r) -> str:
         lead = lead_bound_text(r["median_lead"], r["defined"], r["lower"], r["upper"])
         return f"{lead} against a null mean of {r['null_mean']:+.2g}, p = {r['p_value']:.2g}" \
             if pd.notna(r["p_value"]) else f"{lead} (no null)"
-    return null.assign(text=[text(r) for _, r in null.iterrows()] if len(null) else [])
+
+    def power(r) -> str:
+        min_p = r.get("min_p", np.nan)
+        if pd.isna(min_p) or pd.isna(r["p_value"]):
+            return "no test: no lead is defined"
+        if min_p >= ALPHA:
+            return f"cannot reject at {ALPHA:g} whatever the data (the best attainable p is {min_p:.2g})"
+        if r["p_value"] >= ALPHA:
+            return f"could reject (best attainable p {min_p:.2g}) and does not: no lead beyond chance"
+        return f"rejects (p = {r['p_value']:.2g}): a lead beyond chance"
+    rows = list(null.iterrows())
+    return null.assign(text=[text(r) for _, r in rows] if len(null) else [],
+                       power=[power(r) for _, r in rows] if len(null) else [])
 
 
 def _p(null: np.ndarray, value: float, side: str) -> float:

@@ -25,13 +25,13 @@ import pandas as pd
 
 from circuitdev.analysis.findings.claim import ALL
 from circuitdev.analysis.findings.f3_milestones import BOUND_SIGNS
+from circuitdev.analysis.findings.f5_control import ALPHA  # the level of the one null test (F5's)
 from circuitdev.analysis.findings.robustness import robust_claim
 
 __all__ = ["VERDICTS", "VERDICT_COLUMNS", "claim_verdicts"]
 
 VERDICTS = ("untestable", "not supported", "fragile", "supported")  # the vocabulary, in the rules' order
 VERDICT_COLUMNS = ["claim", "panel", "item", "verdict", "bound", "reason"]
-ALPHA = 0.05
 NEIGHBOUR_STEP = 5.0  # the neighbouring bars of the paper's: +-5x (the grid's step below 100x)
 NULL_SETTING = ("fraction-of-peak", 0.5)  # the lead's default elevation rule: the test the F5 verdict reads
 

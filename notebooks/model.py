@@ -21,7 +21,8 @@
 # %% tags=["remove-cell"]
 import pandas as pd
 
-from circuitdev.analysis import findings, pr_lead
+from circuitdev.analysis import findings
+from circuitdev.analysis.findings import f5_pr_lead as pr_lead
 from circuitdev.book import (TIER_LABELS, AblationMode, ModelPage, ModelSource, Rule, chapter, fmt_pct, fmt_tokens_b,
                              plots)
 from circuitdev.book import model_ablation as abl

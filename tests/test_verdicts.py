@@ -75,6 +75,23 @@ def test_f5_verdicts_read_the_null_test_and_its_power():
     assert verdict_of(wrong_sign, null(0.9, 0.3))["verdict"] == "not supported"  # fails first: rule 2 before 1b
 
 
+def test_the_verdict_table_folds_items_per_model():
+    rows = pd.DataFrame([
+        {"tier": "published", "claim": "F3.milestones", "panel": "a", "item": "x", "verdict": "supported", "bound": False,
+         "reason": ""},
+        {"tier": "published", "claim": "F3.milestones", "panel": "a", "item": "y", "verdict": "fragile", "bound": True,
+         "reason": ""},
+        {"tier": "published", "claim": "F3.milestones", "panel": "b", "item": "x", "verdict": "supported", "bound": False,
+         "reason": ""},
+        {"tier": "published", "claim": "F1.floor", "panel": "all", "item": "L0+L1", "verdict": "fragile",
+         "bound": False, "reason": ""}])
+    table = F.verdict_table(rows).set_index("claim")
+    assert list(table.index) == ["F3.milestones"]  # the "all" row is no model
+    assert table.loc["F3.milestones", "published · a"] == "1 fragile, 1 supported*"
+    assert table.loc["F3.milestones", "published · b"] == "supported"
+    assert table.loc["F3.milestones", "statement"] == F.ROBUSTNESS_CLAIMS["F3.milestones"].statement
+
+
 def small_lead_table(at_init: bool = False) -> pd.DataFrame:
     """6 heads x 5 revisions; heads 0 and 1 form (induction >= 50) at revisions 3 and 4; every head's PR peaks at
     its own revision (head h elevated from revision e[h])."""

@@ -13,6 +13,8 @@ item) by these rules, in this order:
                    of the grid (the paper's bar +-5x) or under another rule variant the table reports
     supported      otherwise
 
+`verdict_table` folds them into one row per claim and one column per model (and tier): what a summary may say.
+
 `bound`: the value at the paper's bar is censored (a bound, not a value). `reason`: one sentence naming what decided
 it -- the bar or rule at which it fails, the p-value and the smallest attainable p. Toy, measured and published tiers
 get their verdicts from this same function (one call per tier).
@@ -28,7 +30,7 @@ from circuitdev.analysis.findings.f3_milestones import BOUND_SIGNS
 from circuitdev.analysis.findings.f5_control import ALPHA  # the level of the one null test (F5's)
 from circuitdev.analysis.findings.robustness import robust_claim
 
-__all__ = ["VERDICTS", "VERDICT_COLUMNS", "claim_verdicts"]
+__all__ = ["VERDICTS", "VERDICT_COLUMNS", "claim_verdicts", "verdict_table"]
 
 VERDICTS = ("untestable", "not supported", "fragile", "supported")  # the vocabulary, in the rules' order
 VERDICT_COLUMNS = ["claim", "panel", "item", "verdict", "bound", "reason"]
@@ -103,3 +105,33 @@ def _decide(claim: str, g: pd.DataFrame, test: dict | None) -> tuple[str, str, b
     tested = f"; permutation p = {p:.2g}" if np.isfinite(p) else ""
     return "supported", (f"holds at {where} ({said}), at its neighbouring bars and under every rule variant"
                          f"{tested}"), bound
+
+
+def _fold(cell: pd.DataFrame) -> str:
+    """One model's verdicts over a claim's items in a few words: the verdict when every item has it, else the
+    counts, weakest first ("2 not supported, 1 fragile, 5 supported"); "*" where a bound decides one."""
+    star = "*" if cell["bound"].astype(bool).any() else ""
+    counts = cell["verdict"].value_counts()
+    if len(counts) == 1:
+        return counts.index[0] + star
+    order = ("not supported", "untestable", "fragile", "supported")  # weakest first
+    return ", ".join(f"{counts[v]} {v}" for v in order if v in counts) + star
+
+
+def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim (finding, claim, the paper's statement as `RobustClaim.statement` words it) and one column
+    per model -- "<tier> · <model>" when the rows carry a `tier` -- with its verdicts folded over the claim's items
+    (`_fold`); "" where a model has no row. Rows about every model at once ("all") are left out."""
+    if verdicts.empty:
+        return pd.DataFrame(columns=["finding", "claim", "statement"])
+    v = verdicts[verdicts["panel"] != ALL]
+    who = (v["tier"].astype(str) + " · " + v["panel"]) if "tier" in v.columns else v["panel"]
+    v = v.assign(_who=who)
+    columns = list(dict.fromkeys(v["_who"]))
+    rows = []
+    for claim, g in v.groupby("claim", sort=False):
+        c = robust_claim(claim)
+        folded = {w: _fold(cell) for w, cell in g.groupby("_who", sort=False)}
+        rows.append({"finding": c.finding, "claim": claim, "statement": c.statement,
+                     **{w: folded.get(w, "") for w in columns}})
+    return pd.DataFrame(rows, columns=["finding", "claim", "statement", *columns])

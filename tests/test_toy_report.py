@@ -114,7 +114,7 @@ def test_training_runs_read_recipe_json(tmp_path):
 
 def test_onsets_read_as_bounds():
     frame = pd.DataFrame({"panel": ["p", "q", "r"], "revision": ["s1", "s9", None], "revision_index": [0, 3, None],
-                          "tokens_b": [6.0, 41.0, np.nan]})
+                          "tokens_b": [6.0, 41.0, np.nan], "bound": ["upper", "exact", "lower"]})
     assert toy_page.onsets_text(frame) == ("p ≤ 6B tokens (its first revision), q 41B tokens, "
                                            "r not by its last revision")
 

@@ -76,15 +76,10 @@ def test_f5_verdicts_read_the_null_test_and_its_power():
 
 
 def test_the_verdict_table_folds_items_per_model():
-    rows = pd.DataFrame([
-        {"tier": "published", "claim": "F3.milestones", "panel": "a", "item": "x", "verdict": "supported", "bound": False,
-         "reason": ""},
-        {"tier": "published", "claim": "F3.milestones", "panel": "a", "item": "y", "verdict": "fragile", "bound": True,
-         "reason": ""},
-        {"tier": "published", "claim": "F3.milestones", "panel": "b", "item": "x", "verdict": "supported", "bound": False,
-         "reason": ""},
-        {"tier": "published", "claim": "F1.floor", "panel": "all", "item": "L0+L1", "verdict": "fragile",
-         "bound": False, "reason": ""}])
+    cells = [("F3.milestones", "a", "x", "supported", False), ("F3.milestones", "a", "y", "fragile", True),
+             ("F3.milestones", "b", "x", "supported", False), ("F1.floor", "all", "L0+L1", "fragile", False)]
+    rows = pd.DataFrame([{"tier": "published", "claim": c, "panel": p, "item": i, "verdict": v, "bound": b,
+                          "reason": ""} for c, p, i, v, b in cells])
     table = F.verdict_table(rows).set_index("claim")
     assert list(table.index) == ["F3.milestones"]  # the "all" row is no model
     assert table.loc["F3.milestones", "published · a"] == "1 fragile, 1 supported*"
@@ -110,7 +105,8 @@ def small_lead_table(at_init: bool = False) -> pd.DataFrame:
 
 
 def exact_p(formation: np.ndarray, elevations: np.ndarray, n_rev: int, value: float) -> tuple[float, float]:
-    """(P(median lead >= value), P(> value)) over every draw of len(formation) distinct heads (independent of the library)."""
+    """(P(median lead >= value), P(> value)) over every draw of len(formation) distinct heads (independent of the
+    library)."""
     meds = []
     for draw in itertools.permutations(range(len(elevations)), len(formation)):
         leads = [f - elevations[h] if elevations[h] >= 0 else f - n_rev for f, h in zip(formation, draw)

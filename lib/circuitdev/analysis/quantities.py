@@ -3,7 +3,8 @@
 A quantity computes one number (or list, or string) from an `AuditContext` -- a developmental table plus, for the
 published source, the run metadata, ablations and an optional F6 null table -- using the findings functions, and may
 return `(value, context)` where context says where the value came from, or `(value, context, bound)` where the value
-is censored ("upper" / "lower" / "none", as `f3_milestones` says; "exact" otherwise). `Unverifiable` means the data cannot decide
+is censored ("upper" / "lower" / "none", as `f3_milestones` says; "exact" otherwise). `Unverifiable` means the data
+cannot decide
 the claim (no such revision, no null draws, no definition); its `data_value` may still say what the data give.
 """
 

@@ -32,7 +32,8 @@ from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import (BOS_THRESHOLD, CLASS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, HeadClass,
                                check_head_class, head_name, parse_head, sel_column)
 
-__all__ = ["first_hit_bound", "Milestone", "PAPER_MILESTONES", "describe_milestones", "milestone", "MILESTONE_COLUMNS", "milestones",
+__all__ = ["first_hit_bound", "Milestone", "PAPER_MILESTONES", "describe_milestones", "milestone",
+           "MILESTONE_COLUMNS", "milestones",
            "milestone_gap", "bound_text", "fmt_ratio", "milestone_text", "with_texts", "reached_table", "gap_texts",
            "milestone_margin"]
 

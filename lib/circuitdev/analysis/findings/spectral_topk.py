@@ -195,8 +195,8 @@ def topk_enrichment(breakdown: pd.DataFrame, dev: pd.DataFrame, *,
         b = int(base.get((r["panel"], r["revision"], r["class"]), 0))
         pmf = _hypergeometric(n, b, min(k, n))
         rows.append({"panel": r["panel"], "revision": r["revision"], "class": r["class"], "observed": x, "k": k,
-                     "base_count": b, "n_heads": n, "expected": k * b / n, "p_fewer": float(min(1.0, pmf[:x + 1].sum())),
-                     "p_more": float(min(1.0, pmf[x:].sum()))})
+                     "base_count": b, "n_heads": n, "expected": k * b / n,
+                     "p_fewer": float(min(1.0, pmf[:x + 1].sum())), "p_more": float(min(1.0, pmf[x:].sum()))})
     return pd.DataFrame(rows, columns=ENRICHMENT_COLUMNS)
 
 

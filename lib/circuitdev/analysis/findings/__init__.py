@@ -10,7 +10,8 @@ developmental table; one module per finding, as the book has one page per findin
     f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated,
                     lead_value, lead_censoring
     f5_control      elevation_base_rate, lead_null, lead_null_settings, pr_against_null, null_pr_summary
-    spectral_topk   scaled_k, topk_heads, topk_breakdown, topk_dominance (the authors' top-K PR ranking)
+    spectral_topk   scaled_k, topk_heads, topk_breakdown, topk_dominance, topk_enrichment (the authors' top-K PR
+                    ranking, and each class's count there against its base rate)
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
     sink_measures   sink_flags, measure_counts, measure_agreement, sink_onsets, floor_by_measure, lowest_layers
     first_position  position_norms, norm_summary (the position-0 residual norm against the median's, beside sinks)
@@ -20,7 +21,8 @@ developmental table; one module per finding, as the book has one page per findin
                     over one grid of bars and rules)
     robustness_reading  holds_ranges, ranges_text, ranges_sentence, claim_summary, rule_verdicts (reading it)
     hangs_on        hangs_on (what a claim hangs on: the deciding head, its margin; milestone_margin is F3's)
-    verdicts        claim_verdicts, VERDICTS (what the data support, per claim: one function, one vocabulary)
+    verdicts        claim_verdicts, verdict_table, VERDICTS (what the data support, per claim: one function, one
+                    vocabulary)
     sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity
     refinement      REVISION_METRICS, revision_metric, event_window, window_comparison, milestone_window_comparison,
                     PanelView (the refinement page's view of one record panel)

@@ -33,7 +33,8 @@ def cell(holds: dict[float, bool], *, claim="F1.floor", item="L0+L1", rule="per-
 
 
 def verdict_of(rows: list[dict], lead_null=None) -> dict:
-    return F.claim_verdicts(pd.DataFrame(rows), lead_null).iloc[0].to_dict()
+    tests = C.lead_null_tests(lead_null) if lead_null is not None else None
+    return F.claim_verdicts(pd.DataFrame(rows), tests).iloc[0].to_dict()
 
 
 ALL_HOLD = dict.fromkeys(GRID, True)
@@ -66,6 +67,7 @@ def test_f5_verdicts_read_the_null_test_and_its_power():
         return pd.DataFrame([{"model": "m", "head_class": "induction", "rule": "fraction-of-peak", "level": 0.5,
                               "p_value": p, "min_p": min_p}])
 
+    assert list(C.lead_null_tests(null(0.4, 0.3)).columns) == F.TEST_COLUMNS
     weak = verdict_of(rows, null(0.4, 0.3))  # agrees in sign, but could never reject
     assert weak["verdict"] == "untestable" and "0.3" in weak["reason"]
     chance = verdict_of(rows, null(0.4, 0.01))  # could reject and does not

@@ -160,7 +160,7 @@ def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.
     # --- issue 21: every threshold-dependent claim over the grid of bars and rules (robustness.csv)
     tables["robustness"] = F.robustness_table(data.table)
     # --- issue 29: a verdict per claim, panel and item (verdicts.csv)
-    tables["verdicts"] = V.claim_verdicts(tables["robustness"], tables.get("f5_lead_null"))
+    tables["verdicts"] = V.claim_verdicts(tables["robustness"], C.lead_null_tests(tables.get("f5_lead_null")))
     # ---
     tables["greater_than"] = greater_than_table(data)
     result = run_audit(data.table, claims=claims, published=data, nulls=nulls)

@@ -54,7 +54,7 @@ exactly the paper's computation. `floor_verdict` states F1 per panel as holds / 
 
 from __future__ import annotations
 
-import sys
+from importlib import import_module
 
 # the table basics a page uses beside the findings, importable from here too
 from circuitdev.analysis.devtable import final_circuit, head_counts, head_mask, reuse_indexes, revisions
@@ -83,6 +83,6 @@ from circuitdev.schema import head_name
 FINDING_MODULES = ("basics", "f1_floor", "f2_shapes", "f3_milestones", "f3_behaviour", "f4_convergence", "f5_pr_lead",
                    "f5_control", "spectral_topk", "f6_noise_floor", "sink_measures", "first_position", "sensitivity",
                    "refinement", "seeds", "claim", "robustness", "robustness_reading", "hangs_on", "verdicts")
-# (by sys.modules: a star import rebinds a module's name when it exports a function of that name, as hangs_on does)
+# (by name: a star import rebinds a module's name when the module exports a function of it, as hangs_on does)
 __all__ = ["final_circuit", "head_counts", "head_mask", "head_name", "reuse_indexes", "revisions",
-           *(name for m in FINDING_MODULES for name in sys.modules[f"{__name__}.{m}"].__all__)]
+           *(name for m in FINDING_MODULES for name in import_module(f"{__name__}.{m}").__all__)]

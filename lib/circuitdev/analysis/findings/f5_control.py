@@ -27,6 +27,7 @@ from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, head_name, sel_column
 
 __all__ = ["LEAD_NULL_TABLE", "elevation_base_rate", "lead_null", "lead_null_texts", "lead_null_settings",
+           "lead_null_tests",
            "pr_against_null", "null_pr_summary"]
 
 # the columns a page shows of a lead_null table (+ tier): the rest are in reanalyse's f5_lead_null.csv
@@ -162,6 +163,19 @@ def lead_null_texts(null: pd.DataFrame) -> pd.DataFrame:
     rows = list(null.iterrows())
     return null.assign(text=[text(r) for _, r in rows] if len(null) else [],
                        power=[power(r) for _, r in rows] if len(null) else [])
+
+
+def lead_null_tests(null: pd.DataFrame, *, rule: ElevationRule = "fraction-of-peak", level: float = 0.5
+                    ) -> pd.DataFrame:
+    """F5.lead's null tests for the verdicts (`verdicts.TEST_COLUMNS`: claim, panel, item = the class, p_value,
+    min_p), from `lead_null` rows (panel named `panel` or `model`) under the lead's default elevation rule."""
+    columns = ["claim", "panel", "item", "p_value", "min_p"]
+    if null is None or null.empty:
+        return pd.DataFrame(columns=columns)
+    null = null.rename(columns={"model": "panel"})
+    null = null[(null["rule"] == rule) & np.isclose(null["level"].astype(float), level)]
+    return pd.DataFrame({"claim": "F5.lead", "panel": null["panel"], "item": null["head_class"],
+                         "p_value": null["p_value"], "min_p": null["min_p"]}, columns=columns)
 
 
 def _p(null: np.ndarray, value: float, side: str) -> float:

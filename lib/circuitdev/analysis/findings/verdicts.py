@@ -1,8 +1,8 @@
 """A verdict per claim, computed in one place with one vocabulary (issue 29): what the data support.
 
-`claim_verdicts(robustness, lead_null)` reads the robustness table (`robustness_table`: every claim x panel x item x
-bar x rule) and, for F5, the permutation test of the lead (`f5_control.lead_null`), and decides each (claim, panel,
-item) by these rules, in this order:
+`claim_verdicts(robustness, tests)` reads the robustness table (`robustness_table`: every claim x panel x item x
+bar x rule) and the claims' null tests where they have one (TEST_COLUMNS: F5's permutation test of the lead,
+`f5_control.lead_null_tests`), and decides each (claim, panel, item) by these rules, in this order:
 
     untestable     no value at the paper's bar and rule (no tier holds the data for it: e.g. no lead is defined);
                    or the statistic agrees with the claim's direction but the claim's null test cannot reject at
@@ -30,35 +30,26 @@ from circuitdev.analysis.findings.f3_milestones import BOUND_SIGNS
 from circuitdev.analysis.findings.f5_control import ALPHA  # the level of the one null test (F5's)
 from circuitdev.analysis.findings.robustness import robust_claim
 
-__all__ = ["VERDICTS", "VERDICT_COLUMNS", "claim_verdicts", "verdict_table"]
+__all__ = ["VERDICTS", "VERDICT_COLUMNS", "TEST_COLUMNS", "claim_verdicts", "verdict_table"]
 
 VERDICTS = ("untestable", "not supported", "fragile", "supported")  # the vocabulary, in the rules' order
 VERDICT_COLUMNS = ["claim", "panel", "item", "verdict", "bound", "reason"]
 NEIGHBOUR_STEP = 5.0  # the neighbouring bars of the paper's: +-5x (the grid's step below 100x)
-NULL_SETTING = ("fraction-of-peak", 0.5)  # the lead's default elevation rule: the test the F5 verdict reads
+TEST_COLUMNS = ["claim", "panel", "item", "p_value", "min_p"]  # a claim cell's null test: its p and smallest p
 
 
-def claim_verdicts(robustness: pd.DataFrame, lead_null: pd.DataFrame | None = None) -> pd.DataFrame:
+def claim_verdicts(robustness: pd.DataFrame, tests: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (claim, panel, item) of `robustness` (ROBUSTNESS_COLUMNS): VERDICT_COLUMNS, by the rules of the
-    module docstring. `lead_null`: F5's permutation tests (`lead_null` rows, panel named `panel` or `model`, with
-    p_value and min_p); where a test for (panel, class) under NULL_SETTING is given, F5's verdict reads it."""
+    module docstring. `tests`: the null tests of claim cells that have one (TEST_COLUMNS), read where given."""
     if robustness.empty:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
-    tests = _null_tests(lead_null)
+    known = {(r["claim"], r["panel"], r["item"]): r for r in tests.to_dict("records")} if tests is not None else {}
     rows = []
     for (claim, panel, item), g in robustness.groupby(["claim", "panel", "item"], sort=False):
-        verdict, reason, bound = _decide(claim, g, tests.get((panel, item)) if claim == "F5.lead" else None)
+        verdict, reason, bound = _decide(claim, g, known.get((claim, panel, item)))
         rows.append({"claim": claim, "panel": panel, "item": item, "verdict": verdict, "bound": bound,
                      "reason": reason})
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
-
-
-def _null_tests(lead_null: pd.DataFrame | None) -> dict[tuple[str, str], dict]:
-    if lead_null is None or lead_null.empty:
-        return {}
-    null = lead_null.rename(columns={"model": "panel"})
-    null = null[(null["rule"] == NULL_SETTING[0]) & np.isclose(null["level"].astype(float), NULL_SETTING[1])]
-    return {(r["panel"], r["head_class"]): r for r in null.to_dict("records")}
 
 
 def _bar(tau: float) -> str:

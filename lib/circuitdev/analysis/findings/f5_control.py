@@ -107,38 +107,45 @@ def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: fl
         has_pr = ~np.isnan(mats["pr"]).all(axis=1)
         if not circuit.any() or not has_pr.any():
             continue
-        n_rev = len(revs["revision"])
-        init = bool(revs["tokens_b"][0] == 0)  # the first revision is the initialisation (a toy panel's step0)
-        formed = mats[sel_column(head_class)] >= tau
-        f_all = first_true(formed)
-        e_all = first_true(pr_elevated(mats["pr"], rule=rule, level=level))
-        f_c = f_all[circuit]
-        observed = lead_value(f_c, e_all[circuit], n_rev, has_pr[circuit], at_init=init)
-        kinds = lead_censoring(f_c, e_all[circuit], has_pr[circuit], at_init=init)
-        others = ~circuit & has_pr
-        other = lead_value(f_c[None, :], e_all[others][:, None], n_rev, at_init=init)  # (other heads, formations)
-        transient = ~circuit & formed.any(axis=1) & ~formed[:, -1] & has_pr
-        trans = lead_value(f_all[transient], e_all[transient], n_rev, at_init=init)
-        pool = np.flatnonzero(has_pr)
-        k = int(circuit.sum())
-        null = _null_medians(f_c, e_all[pool], n_rev, k, n_perm, rng, init) if k <= len(pool) else np.array([])
-        obs = float(np.nanmedian(observed)) if np.isfinite(observed).any() else np.nan
-        earliest = e_all[pool][e_all[pool] >= 0].min() if (e_all[pool] >= 0).any() else -1
-        best = lead_value(f_c, np.full(k, earliest), n_rev, has_pr[circuit], at_init=init)
-        best = float(np.nanmedian(best)) if np.isfinite(best).any() else np.nan
-        up0 = pr_elevated(mats["pr"][has_pr], rule=rule, level=level)[:, 0]
-        rows.append({
-            "panel": panel, "head_class": head_class, "rule": rule, "level": level, "heads": k,
-            "defined": int(np.isfinite(observed).sum()), "lower": int((kinds == "lower").sum()),
-            "upper": int((kinds == "upper").sum()), "median_lead": obs, "other_heads": int(others.sum()),
-            "other_median_lead": _median(other), "transient_heads": int(transient.sum()),
-            "transient_median_lead": _median(trans), "null_mean": float(null.mean()) if len(null) else np.nan,
-            "null_lo": float(np.percentile(null, 2.5)) if len(null) else np.nan,
-            "null_hi": float(np.percentile(null, 97.5)) if len(null) else np.nan,
-            "p_value": _p(null, obs, ">="), "p_greater": _p(null, obs, ">"), "min_p": _p(null, best, ">="),
-            "n_perm": len(null), "seed": seed, "first_revision": revs["revision"][0],
-            "base_rate_first": float(up0.mean())})
+        rows.append({"panel": panel, "head_class": head_class, "rule": rule, "level": level,
+                     **_panel_null(revs, mats, circuit, has_pr, sel_column(head_class), tau, rule, level, n_perm,
+                                   rng), "seed": seed})
     return pd.DataFrame(rows, columns=LEAD_NULL_COLUMNS)
+
+
+def _panel_null(revs: dict, mats: dict, circuit: np.ndarray, has_pr: np.ndarray, column: str, tau: float,
+                rule: ElevationRule, level: float, n_perm: int, rng: np.random.Generator) -> dict:
+    """One panel's row of `lead_null` (less panel, class, rule, level, seed): the circuit's leads, the other and
+    transient heads', the permutation null and its power (min_p)."""
+    n_rev = len(revs["revision"])
+    init = bool(revs["tokens_b"][0] == 0)  # the first revision is the initialisation (a toy panel's step0)
+    formed = mats[column] >= tau
+    f_all = first_true(formed)
+    e_all = first_true(pr_elevated(mats["pr"], rule=rule, level=level))
+    f_c = f_all[circuit]
+    observed = lead_value(f_c, e_all[circuit], n_rev, has_pr[circuit], at_init=init)
+    kinds = lead_censoring(f_c, e_all[circuit], has_pr[circuit], at_init=init)
+    others = ~circuit & has_pr
+    other = lead_value(f_c[None, :], e_all[others][:, None], n_rev, at_init=init)  # (other heads, formations)
+    transient = ~circuit & formed.any(axis=1) & ~formed[:, -1] & has_pr
+    trans = lead_value(f_all[transient], e_all[transient], n_rev, at_init=init)
+    pool = np.flatnonzero(has_pr)
+    k = int(circuit.sum())
+    null = _null_medians(f_c, e_all[pool], n_rev, k, n_perm, rng, init) if k <= len(pool) else np.array([])
+    obs = float(np.nanmedian(observed)) if np.isfinite(observed).any() else np.nan
+    earliest = e_all[pool][e_all[pool] >= 0].min() if (e_all[pool] >= 0).any() else -1
+    best = lead_value(f_c, np.full(k, earliest), n_rev, has_pr[circuit], at_init=init)
+    best = float(np.nanmedian(best)) if np.isfinite(best).any() else np.nan
+    up0 = pr_elevated(mats["pr"][has_pr], rule=rule, level=level)[:, 0]
+    return {
+        "heads": k, "defined": int(np.isfinite(observed).sum()), "lower": int((kinds == "lower").sum()),
+        "upper": int((kinds == "upper").sum()), "median_lead": obs, "other_heads": int(others.sum()),
+        "other_median_lead": _median(other), "transient_heads": int(transient.sum()),
+        "transient_median_lead": _median(trans), "null_mean": float(null.mean()) if len(null) else np.nan,
+        "null_lo": float(np.percentile(null, 2.5)) if len(null) else np.nan,
+        "null_hi": float(np.percentile(null, 97.5)) if len(null) else np.nan,
+        "p_value": _p(null, obs, ">="), "p_greater": _p(null, obs, ">"), "min_p": _p(null, best, ">="),
+        "n_perm": len(null), "first_revision": revs["revision"][0], "base_rate_first": float(up0.mean())}
 
 
 def lead_null_texts(null: pd.DataFrame) -> pd.DataFrame:

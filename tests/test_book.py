@@ -142,6 +142,16 @@ def test_numbers_in_the_prose_are_the_findings(book):
     assert "2000 sequences of T = 256" in method
 
 
+def test_no_unrendered_myst_in_any_page(book):
+    """Every page's rendered text is free of raw MyST (fences, roles, directive options): a page can build without a
+    warning and still show its markdown (the re-run chapter once showed half of itself as a raw code block)."""
+    from circuitdev.book.html_check import check_book
+
+    found = check_book(book)
+    assert "book/rerun.html" not in found and (book / "book" / "rerun.html").is_file()
+    assert not found, "\n".join(f"{page}: {item}" for page, items in found.items() for item in items)
+
+
 def test_glued_text_is_plain_and_wide_tables_scroll(book):
     """Glued text carries no markdown marks (a backtick would show as is in the sentence), and the book's style sheet
     that lets wide tables scroll is served with every page."""

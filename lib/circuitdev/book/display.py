@@ -113,7 +113,8 @@ NoteKind = Literal["note", "warning", "important", "tip"]
 
 def note(text: str, *, kind: NoteKind = "note", title: str | None = None, folded: bool = False) -> None:
     """A visible admonition (MyST markdown inside; backticks become code). `folded`: closed until clicked."""
-    head = f"{{admonition}} {title or kind.capitalize()}\n:class: {kind}{' dropdown' if folded else ''}"
+    # a backtick in a backtick fence's title unmakes the fence (CommonMark): the title is plain text
+    head = f"{{admonition}} {plain_text(title or kind.capitalize())}\n:class: {kind}{' dropdown' if folded else ''}"
     md = f"````{head}\n{text}\n````\n"
     body = html.escape(text).replace("`", "").replace("\n", "<br>")
     box = (f'<div style="border-left:4px solid #4a90d9;padding:0.5em 1em;background:#f3f7fc">'

@@ -122,7 +122,7 @@ ch.glue("circuits", f"At {bos['revision']}, the final revision, the induction ci
                     f"head{'s' * (len(ind) != 1)} ({' '.join(ind['name']) or 'none'}) and the previous-token circuit "
                     f"{len(prev)} head{'s' * (len(prev) != 1)}; {fmt_pct(bos['bos_fraction'])} of all heads are "
                     f"first-token (sink) heads at ≥ {class_threshold:g}×." if tier.present else None,
-        absent="Without data there are no circuit heads to list (see the note at the top of the page).")
+        absent="Without data there are no circuit heads to list (see the line at the top of the page).")
 if tier.present:
     ch.table(pd.concat([ind.assign(circuit=f"induction ≥{induction_threshold:g}×"),
                         prev.assign(circuit=f"previous-token ≥{prev_token_threshold:g}× (best class)")])[

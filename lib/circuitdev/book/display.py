@@ -122,6 +122,23 @@ def note(text: str, *, kind: NoteKind = "note", title: str | None = None, folded
     _display_bundle(md, f"<details><summary>{html.escape(title or kind)}</summary>{box}</details>" if folded else box)
 
 
+def tier_line(shown: list[str], absent: dict[str, str], *, what: str = "this chapter") -> None:
+    """One line saying which tiers of evidence the page shows (`shown`: their labels) and which it lacks: `absent`
+    maps a missing tier's one-line title ("No measured (...) data in this chapter") to how to add it, folded under
+    the line (one click), instead of a box per missing tier on every page."""
+    head = f"Evidence in {what}: {', '.join(shown) if shown else 'none in this build'}."
+    if not absent:
+        _display_bundle(f"<p class=\"tier-line\">{html.escape(head)}</p>\n",
+                        f'<p class="tier-line">{html.escape(head)}</p>')
+        return
+    title = plain_text(f"{head} {' '.join(t.rstrip('.') + '.' for t in absent)} "
+                       f"How to add {'it' if len(absent) == 1 else 'them'}:")
+    body = "\n\n".join(f"**{t}.** {text}" for t, text in absent.items())
+    md = f"````{{admonition}} {title}\n:class: tier-line dropdown\n{body}\n````\n"
+    html_body = "<br>".join(f"<b>{html.escape(t)}.</b> {html.escape(text).replace('`', '')}" for t, text in absent.items())
+    _display_bundle(md, f'<details class="tier-line"><summary>{html.escape(title)}</summary>{html_body}</details>')
+
+
 def _integral_columns(df: pd.DataFrame) -> list[str]:
     """Float columns whose every present value is a whole number (steps, counts, thresholds): shown as integers."""
     out = []

@@ -254,3 +254,40 @@ def test_formulas_render_offline_in_chromium(book):
     dom = browser("--dump-dom", url=(book / PAGE.format("method")).as_uri()).stdout
     assert dom.count("<mjx-container") >= 2, "MathJax did not typeset the formulas"
     assert "\\frac" not in text_of(re.sub(r"<mjx-assistive-mml.*?</mjx-assistive-mml>", "", dom, flags=re.S))
+
+
+def poppler_missing() -> str | None:
+    tools = [t for t in ("pdfinfo", "pdftotext", "pdfimages") if shutil.which(t) is None]
+    return f"poppler-utils' {', '.join(tools)} not installed (apt-get install -y poppler-utils)" if tools else None
+
+
+@pytest.mark.skipif(chromium() is None, reason="Debian's chromium is not installed (apt-get install -y chromium): "
+                                               "the PDF edition (make pdf) was not built")
+@pytest.mark.skipif(poppler_missing() is not None, reason=poppler_missing() or "")
+def test_pdf_edition_has_the_papers_chapters_figures_and_math(book, tmp_path):
+    """`make pdf`'s builder on the small book: one PDF with every page of the paper part (its title in the text),
+    every figure of those pages (an image each), typeset formulas (no raw TeX) and none of the workshop's pages."""
+    from circuitdev.book import pdf
+
+    toc = yaml.safe_load((book.parents[1] / "_toc.yml").read_text())
+    pages = pdf.paper_pages(toc)
+    assert pages[0] == "book/intro" and pages[-1] == "book/references" and "book/_generated/audit" in pages
+    assert not any("workshop" in p for p in pages)
+    out = pdf.build_pdf(book, tmp_path / "paper.pdf")
+    info = subprocess.run(["pdfinfo", str(out)], capture_output=True, text=True, check=True).stdout
+    n_pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+    assert n_pages >= len(pages)
+    text = re.sub(r"\s+", " ", subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True,
+                                              check=True).stdout)
+    figures = 0
+    for page in pages:
+        article = pdf._article((book / f"{page}.html").read_text())
+        title = text_of(re.search(r"<h1>(.*?)<a", article, re.S).group(1)).strip()
+        assert title in text, f"{page}: its title {title!r} is not in the PDF"
+        figures += article.count("<figure")
+    assert figures >= 10
+    images = subprocess.run(["pdfimages", "-list", str(out)], capture_output=True, text=True, check=True).stdout
+    assert len(images.strip().splitlines()) - 2 >= figures, "a figure of the paper's pages is missing in the PDF"
+    assert len(re.findall(r"Fig\. \d+", text)) >= figures
+    assert "\\frac" not in text and "\\(" not in text, "formulas printed as raw TeX (MathJax did not typeset)"
+    assert "Watch a circuit form" not in text  # a workshop session's title: not part of the paper

@@ -128,7 +128,7 @@ def tier_line(shown: list[str], absent: dict[str, str], *, what: str = "this cha
     the line (one click), instead of a box per missing tier on every page."""
     head = f"Evidence in {what}: {', '.join(shown) if shown else 'none in this build'}."
     if not absent:
-        _display_bundle(f"<p class=\"tier-line\">{html.escape(head)}</p>\n",
+        _display_bundle(f"<p class=\"tier-line\">{html.escape(head, quote=False)}</p>\n",
                         f'<p class="tier-line">{html.escape(head)}</p>')
         return
     title = plain_text(f"{head} {' '.join(t.rstrip('.') + '.' for t in absent)} "
@@ -151,10 +151,34 @@ def _integral_columns(df: pd.DataFrame) -> list[str]:
     return out
 
 
+# headers that snake_case -> words would leave cryptic: their words and what they mean, which a table's caption
+# gets appended for every such column it shows
+HEADER_WORDS = {
+    "mc_close": ("close call", "the share that decides the verdict is within Monte Carlo error of its cut"),
+    "share_head": ("share: head at bar", "the share of bootstrap resamples in which the deciding head reaches "
+                                         "the bar"),
+    "share_any": ("share: any at bar", "the share of resamples in which some floor head reaches the bar at some "
+                                       "revision"),
+    "looks": ("looks", "floor heads × revisions looked at"),
+    "k_above": ("heads above null p99", "heads whose real induction selectivity exceeds the null's 99th "
+                                        "percentile"),
+    "value_lo": ("95% lo", ""),
+    "value_hi": ("95% hi", ""),
+}
+
+
+def header_notes(columns) -> str:
+    """"words: meaning; ..." for the columns of HEADER_WORDS that have a meaning to explain ("" when none)."""
+    return "; ".join(f"{HEADER_WORDS[c][0]}: {HEADER_WORDS[c][1]}" for c in map(str, columns)
+                     if c in HEADER_WORDS and HEADER_WORDS[c][1])
+
+
 def _header(column: Any) -> str:
     """A column's name as a reader sees it: `tokens_b` -> "tokens", `first_tokens_b` -> "first tokens",
-    `rise_pp` -> "rise pp" (snake_case in words; the frame keeps its names)."""
+    `rise_pp` -> "rise pp" (snake_case in words; the frame keeps its names; HEADER_WORDS for the cryptic ones)."""
     text = str(column)
+    if text in HEADER_WORDS:
+        return HEADER_WORDS[text][0]
     text = re.sub(r"(^|_)tokens_b$", r"\1tokens", text)
     return text.replace("_", " ")
 
@@ -181,8 +205,20 @@ def _is_text(values: pd.Series) -> bool:
     return values.dtype == object or pd.api.types.is_string_dtype(values)
 
 
+_LONG_DECIMAL = re.compile(r"(?<![\w.])(-?\d+\.\d{4,})(?![\w.])")
+
+
+def round_long_decimals(text: str) -> str:
+    """Numbers written into text with four or more decimals ("5.07812", "0.6919999718666077") get the tables' rule,
+    three significant digits (`significant`): "5.08", "0.692"; versions ("2.13.0") and names are left alone."""
+    return _LONG_DECIMAL.sub(lambda m: significant(float(m.group(1))), text)
+
+
 def _cell_markdown(value: Any) -> Any:
-    """Inline code in a text cell (`circuitdev toy train`) as code, not as literal backticks."""
+    """Inline code in a text cell (`circuitdev toy train`) as code, not as literal backticks; numbers in the text by
+    the tables' rule (`round_long_decimals`)."""
+    if isinstance(value, str):
+        value = round_long_decimals(value)
     if isinstance(value, str) and "`" in value:
         return re.sub(r"`([^`]+)`", lambda m: f"<code>{html.escape(m.group(1))}</code>", value)
     return value
@@ -232,19 +268,26 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int | None = N
     styler = styler.format_index(_header, axis=1)
     if not index:
         styler = styler.hide(axis="index")
+    notes = header_notes(df.columns)
+    if notes:  # the cryptic headers explained
+        caption = " ".join(t for t in (caption.rstrip().rstrip(".") + "." if caption else "",
+                                         notes[0].upper() + notes[1:] + ".") if t)
     if caption:
         styler = styler.set_caption(_cell_markdown(caption))
-    long_text = [i for i in text if df.iloc[:, i].astype(str).str.len().max() > 40]
-    # short cells ("pythia-1b", "30×", "L1H0") never break inside; long text (claims, reasons, ranges) wraps, but is
-    # never squeezed to a word a line (by position: Styler names each cell's column colN)
-    columns = [{"selector": f"td.col{i}", "props": "min-width: 16em" if i in long_text else "white-space: nowrap"}
-               for i in range(df.shape[1])]
+    lengths = [df.iloc[:, i].astype(str).str.len().max() if len(df) else 0 for i in range(df.shape[1])]
+    # at 1280 px every column is in view (the cell is as wide as the figures, book/_static/circuitdev.css): headers
+    # wrap between words, and so do cells, except short ones ("pythia-1b", "30×", "L1H0"), which never break inside;
+    # long text (claims, reasons, ranges) is never squeezed to a word a line (by position: Styler names each cell's
+    # column colN); a table of many columns is set smaller
+    columns = [{"selector": f"td.col{i}", "props": "min-width: 10em" if i in text and n > 40 else
+                "white-space: nowrap" if n <= 12 else "white-space: normal"} for i, n in enumerate(lengths)]
     styler = styler.set_table_styles([*columns,
-        {"selector": "td", "props": "max-width: 28em; white-space: normal; overflow-wrap: break-word; "
-                                    "text-align: left; padding: 2px 8px; vertical-align: top"},
-        {"selector": "th", "props": "white-space: nowrap; text-align: left; padding: 2px 8px"},
+        {"selector": "td", "props": "max-width: 28em; overflow-wrap: break-word; "
+                                    "text-align: left; padding: 2px 6px; vertical-align: top"},
+        {"selector": "th", "props": "white-space: normal; text-align: left; padding: 2px 6px; vertical-align: bottom"},
         {"selector": "caption", "props": "caption-side: top; text-align: left; font-style: italic"}])
-    display(styler.set_table_attributes('style="font-size: 85%"'))
+    size = "85%" if df.shape[1] <= 10 else "75%"
+    display(styler.set_table_attributes(f'style="font-size: {size}"'))
 
 
 def figure_png(fig, dpi: int = 110) -> bytes:

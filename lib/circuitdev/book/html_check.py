@@ -96,3 +96,62 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ------------------------------------------------------------------------------------ layout in a browser at a width
+
+_LAYOUT_SCRIPT = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const root = document.querySelector("article") || document.body;
+  const text = (el) => (el ? el.textContent : "").replace(/\\s+/g, " ").trim().slice(0, 80);
+  const out = {tables: [], images: []};
+  root.querySelectorAll("table").forEach((t) => {
+    let scroller = t;  // the table itself scrolls (display: block) or a block around it does
+    for (let el = t; el && el !== root; el = el.parentElement) {
+      if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== "visible") { scroller = el; break; }
+    }
+    out.tables.push({caption: text(t.querySelector("caption")) || text(t.querySelector("tr")),
+                     width: scroller.scrollWidth, visible: scroller.clientWidth});
+  });
+  root.querySelectorAll("img").forEach((im) => {
+    const fig = im.closest("figure");
+    out.images.push({caption: text(fig && fig.querySelector("figcaption")) || im.alt.slice(0, 80),
+                     natural: im.naturalWidth, shown: im.getBoundingClientRect().width});
+  });
+  const pre = document.createElement("pre");
+  pre.id = "circuitdev-layout";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+}, 300));
+</script>"""
+
+
+def layout(page: str | Path, *, width: int = 1280, chromium: str | None = None, timeout: int = 120) -> dict:
+    """How one built page lays out in headless Chromium at `width` CSS px: {"tables": [{caption, width, visible}],
+    "images": [{caption, natural, shown}]}: a table needs sideways scrolling when its width exceeds what is visible;
+    an image is shown at shown / natural of its own width. The page is copied beside itself with a measuring script
+    (relative links keep working) and the copy removed."""
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+
+    exe = chromium or shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        raise FileNotFoundError("headless Chromium is not installed: apt-get install -y chromium")
+    page = Path(page).resolve()
+    probe = page.with_name(f".layout-{page.name}")
+    probe.write_text(page.read_text(errors="replace").replace("</body>", _LAYOUT_SCRIPT + "</body>"))
+    try:
+        with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+            proc = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                                   "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                                   "--disable-sync", f"--user-data-dir={profile}", "--hide-scrollbars",
+                                   f"--window-size={width},1000", "--virtual-time-budget=5000", "--dump-dom",
+                                   probe.as_uri()], capture_output=True, text=True, timeout=timeout)
+    finally:
+        probe.unlink(missing_ok=True)
+    m = re.search(r'<pre id="circuitdev-layout"[^>]*>(.*?)</pre>', proc.stdout, re.S)
+    if not m:
+        raise RuntimeError(f"{page.name}: Chromium gave no layout (exit {proc.returncode}): {proc.stderr[-500:]}")
+    return json.loads(html_lib.unescape(m.group(1)))

@@ -62,3 +62,23 @@ def test_tables_wrap_to_the_page_and_name_their_columns_in_words(monkeypatch):
     wide = pd.DataFrame([[1.5] * 12], columns=[f"c{i}" for i in range(12)])
     display.show_table(wide, "t")
     assert 'font-size: 75%' in shown[1].to_html()
+
+
+def test_a_wide_figure_is_redrawn_at_the_width_it_is_shown():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15.6, 4.2), layout="constrained")
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="a line")
+        ax.set_xlabel("training tokens")
+    axes[-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))  # outside the axes: beyond the figure's size
+    assert display.png_width(display.figure_png(fig)) > 1600
+    data = display.figure_png_fitted(fig)
+    assert 800 < display.png_width(data) <= display.MAX_FIGURE_PX
+    assert fig.get_size_inches()[1] >= 0.75 * 4.2
+    small, _ = plt.subplots(figsize=(6, 3))
+    assert display.png_width(display.figure_png_fitted(small)) == display.png_width(display.figure_png(small)) < 700
+    plt.close("all")

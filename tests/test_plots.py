@@ -113,3 +113,48 @@ def test_page_figures_title_metrics_in_words():
     assert [ax.get_title() for ax in fig.axes] == ["first-token heads at the final revision",
                                                    "induction heads at the final revision"]
     assert "sinks" in fig.axes[0].get_ylabel() and "_" not in fig.axes[0].get_ylabel()
+
+
+def _robustness_rows(claim, panel, values, holds, censored=None, tier="toy", item="x", varied="first_token"):
+    bars = [5.0, 30.0, 100.0][:len(values)]
+    return pd.DataFrame({"claim": claim, "panel": panel, "item": item, "varied": varied, "threshold": bars,
+                         "rule": "per-class", "value": values, "holds": holds,
+                         "censored": censored or [False] * len(values),
+                         "bound": ["lower" if c else "exact" for c in (censored or [False] * len(values))],
+                         "paper_threshold": 30.0, "paper_rule": True, "tier": tier})
+
+
+def test_robustness_map_shows_untestable_and_bound_cells_apart_one_block_per_claim():
+    table = pd.concat([_robustness_rows("F1.floor", "toy-pythia", [0, 0, 2], [True, True, False]),
+                       _robustness_rows("F2.shapes", "toy-olmo", [np.nan, 0.4, 0.5], [False, False, True],
+                                        censored=[False, True, True]),
+                       _robustness_rows("F5.lead", "toy-olmo", [np.nan, np.nan, 1.0], [False, False, False])])
+    states = plots.robustness.map_states(table)
+    assert [plots.robustness.STATES[s] for s in states] == [
+        "holds", "holds", "fails", "untestable", "fails (value a bound)", "holds (value a bound)",
+        "untestable", "untestable", "fails"]
+    assert len(set(plots.robustness.STATE_COLORS)) == len(plots.robustness.STATES)  # each state its own colour
+    fig = plots.robustness_map(table, tier="toy")
+    blocks = [ax for ax in fig.axes if ax.get_images()]
+    assert [ax.get_title(loc="left") for ax in blocks] == ["F1.floor", "F2.shapes", "F5.lead"]
+    for ax in blocks:
+        labels = ax.get_yticklabels()
+        assert labels and all(t.get_fontsize() >= 8 for t in labels)
+        assert not any(t.get_text().startswith("F") for t in labels)  # the claim is the block's title, not the row's
+    drawn = blocks[1].get_images()[0].get_array()
+    assert drawn[0].tolist() == [4, 2, 1]
+
+
+def test_robustness_curves_draw_counts_as_counts_and_shares_up_to_1():
+    f1 = _robustness_rows("F1.floor", "toy-pythia", [0, 0, 0], [True, True, True])
+    fig = plots.robustness_curves(f1, "F1.floor")
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo > -1 and hi >= 0.5 and all(float(t).is_integer() for t in ax.get_yticks() if lo <= t <= hi)
+    f2 = pd.concat([_robustness_rows("F2.shapes", "toy-pythia", [0.4, 3.0, 0.9], [True, False, True]),
+                    _robustness_rows("F2.shapes", "toy-olmoe", [np.nan] * 3, [False] * 3)])
+    fig = plots.robustness_curves(f2, "F2.shapes")
+    drawn = np.concatenate([line.get_ydata() for line in fig.axes[0].get_lines() if len(line.get_ydata()) == 3])
+    assert np.nanmax(drawn) <= 1.0 and fig.axes[0].get_ylim()[1] < 1.2
+    assert "untestable" in fig.axes[1].texts[0].get_text()  # the empty panel says why
+    assert any("above 1 drawn at 1" in t.get_text() for leg in fig.legends for t in leg.get_texts())

@@ -66,26 +66,26 @@ for tier in ch.tiers.present:
 # %% [markdown]
 # ## Claim by claim
 #
-# Where the paper's statement holds, as the set of bar ranges it really is, and what it hangs on at the paper's bar
-# (in the authors' files).
+# Where the paper's statement holds, as the set of bar ranges it really is (in the authors' files). What each claim
+# hangs on at the paper's bar (the deciding head and its margin) is said once, in its chapter's "How robust".
 #
 # **F1, the layer floor** (no first-token head in layers 0/1 at any revision) holds for
-# {glue:text}`rob-robust-f1-floor-pub-ranges`. It hangs on {glue:text}`rob-robust-f1-floor-pub-hangs-on`. Toy panel:
+# {glue:text}`rob-robust-f1-floor-pub-ranges` (what it hangs on: {doc}`f1_floor`). Toy panel:
 # {glue:text}`rob-robust-f1-floor-toy-ranges`.
 #
 # **F2, the three shapes** (Pythia a ramp, OLMo a transition, OLMoE a ramp) hold for
-# {glue:text}`rob-robust-f2-shapes-pub-ranges`. What decides a shape: {glue:text}`rob-robust-f2-shapes-pub-hangs-on`.
+# {glue:text}`rob-robust-f2-shapes-pub-ranges` (what decides a shape: {doc}`f2_shapes`).
 #
 # **F3, the gap** (the induction milestone strictly before the sink milestone) holds,
-# {glue:text}`rob-robust-f3-gap-pub-ranges`. It hangs on: {glue:text}`rob-robust-f3-gap-pub-hangs-on`. Toy panel:
+# {glue:text}`rob-robust-f3-gap-pub-ranges` (what it hangs on: {doc}`f3_milestones`). Toy panel:
 # {glue:text}`rob-robust-f3-gap-toy-ranges`.
 #
 # **F3, the milestone table** (each milestone first reached at the revision the paper gives):
 # {glue:text}`rob-robust-f3-milestones-pub-ranges`.
 #
 # **F4, the recall entries** (recall of the final circuit reaching 1/3, 2/3 and all of it at the revisions the
-# paper gives): {glue:text}`rob-robust-f4-recall-pub-ranges`. Each entry hangs on one circuit head:
-# {glue:text}`rob-robust-f4-recall-pub-hangs-on`.
+# paper gives): {glue:text}`rob-robust-f4-recall-pub-ranges` (each entry hangs on one circuit head:
+# {doc}`f4_convergence`).
 #
 # **F5, the PR lead** (the median lead of PR over formation positive; zero for previous-token heads, as the paper
 # says): {glue:text}`rob-robust-f5-lead-pub-ranges`. Toy panel: {glue:text}`rob-robust-f5-lead-toy-ranges`.

@@ -322,7 +322,8 @@ def figure_png_fitted(fig, dpi: int = 110, max_px: int = MAX_FIGURE_PX) -> bytes
 
 def show_figure(fig, *, name: str, caption: str, provenance: str, width: str = "100%", close: bool = True) -> None:
     """Show a figure as a numbered MyST figure: `name` is its label ({numref}`name`), `caption` one sentence or
-    two (MyST markdown), the provenance line in smaller print under it. The image is embedded (no side files)."""
+    two (MyST markdown), the provenance line folded under it (one click), in smaller print. The image is embedded
+    (no side files), drawn at most MAX_FIGURE_PX wide (`figure_png_fitted`)."""
     import matplotlib.pyplot as plt
 
     data = base64.b64encode(figure_png_fitted(fig)).decode()
@@ -330,11 +331,17 @@ def show_figure(fig, *, name: str, caption: str, provenance: str, width: str = "
         plt.close(fig)
     label = name.lower().replace("_", "-")
     md = (f"```{{figure}} data:image/png;base64,{data}\n:name: {label}\n:width: {width}\n:alt: {caption}\n\n"
-          f"{caption}\n<br><small>{provenance}</small>\n```\n")
+          f"{caption}\n{_folded_provenance(provenance)}\n```\n")
     html_text = (f'<figure><img src="data:image/png;base64,{data}" style="max-width:{width}"/>'
-                 f"<figcaption>{html.escape(caption)}<br><small>{html.escape(provenance)}</small></figcaption>"
+                 f"<figcaption>{html.escape(caption)}{_folded_provenance(html.escape(provenance))}</figcaption>"
                  "</figure>")
     _display_bundle(md, html_text)
+
+
+def _folded_provenance(provenance: str) -> str:
+    """A figure's provenance line (sources, configurations, code), folded under its caption: one click opens it."""
+    return (f'<details class="provenance"><summary>Source and code</summary><small>{provenance}</small>'
+            "</details>")
 
 
 def setup(context: str = "notebook") -> None:

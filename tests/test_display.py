@@ -58,7 +58,8 @@ def test_tables_wrap_to_the_page_and_name_their_columns_in_words(monkeypatch):
     assert re.search(r"th \{[^}]*white-space: normal", html_text)  # headers wrap between words
     assert "value 0.755 here" in html_text and 'font-size: 85%' in html_text
     caption = re.search(r"<caption>(.*?)</caption>", html_text, re.S).group(1)
-    assert caption.startswith("t. Close call: the share that decides") and "heads above null p99: heads whose" in caption
+    assert caption.startswith("t. Close call: the share that decides")
+    assert "heads above null p99: heads whose" in caption
     wide = pd.DataFrame([[1.5] * 12], columns=[f"c{i}" for i in range(12)])
     display.show_table(wide, "t")
     assert 'font-size: 75%' in shown[1].to_html()

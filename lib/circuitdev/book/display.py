@@ -135,7 +135,8 @@ def tier_line(shown: list[str], absent: dict[str, str], *, what: str = "this cha
                        f"How to add {'it' if len(absent) == 1 else 'them'}:")
     body = "\n\n".join(f"**{t}.** {text}" for t, text in absent.items())
     md = f"````{{admonition}} {title}\n:class: tier-line dropdown\n{body}\n````\n"
-    html_body = "<br>".join(f"<b>{html.escape(t)}.</b> {html.escape(text).replace('`', '')}" for t, text in absent.items())
+    html_body = "<br>".join(f"<b>{html.escape(t)}.</b> {html.escape(text).replace('`', '')}"
+                            for t, text in absent.items())
     _display_bundle(md, f'<details class="tier-line"><summary>{html.escape(title)}</summary>{html_body}</details>')
 
 

@@ -73,7 +73,7 @@ ch.glue("screen", page.screen_settings() if tier.present else None, absent="(no 
 # %% [markdown]
 # ## The panel
 #
-# Source of this page: **{glue:text}`model-tier`**. {glue:text}`model-summary` {glue:text}`model-screen`
+# Source of this page: {glue:text}`model-tier`. {glue:text}`model-summary` {glue:text}`model-screen`
 
 # %% tags=["remove-input"]
 if tier.present:

@@ -210,6 +210,28 @@ def test_pages_render_in_headless_chromium(book):
         assert len(image.convert("L").getcolors(1 << 16) or []) > 50, f"{name}: blank screenshot"
 
 
+@pytest.mark.skipif(chromium() is None, reason="Debian's chromium is not installed (apt-get install -y chromium): "
+                                               "the pages' layout at 1280 px was not measured")
+def test_at_1280_px_tables_need_no_scrolling_and_figures_keep_their_size(book):
+    """Read in Chromium at 1280 px: no table of a findings, side or audit page scrolls sideways (every column in
+    view), and no figure of a computed page is shown below 0.8 of its own width (its labels keep their size)."""
+    from circuitdev.book.html_check import layout
+
+    scrolling, shrunk, n_tables, n_images = [], [], 0, 0
+    for page in sorted((book / "book" / "_generated").glob("*.html")):
+        found = layout(page, width=1280)
+        if page.stem in [*FINDING_NOTEBOOKS, "audit"]:
+            n_tables += len(found["tables"])
+            scrolling += [f"{page.stem}: {t['width']} px in {t['visible']} px: {t['caption']}"
+                          for t in found["tables"] if t["width"] > t["visible"] + 1]
+        n_images += len(found["images"])
+        shrunk += [f"{page.stem}: {i['shown'] / i['natural']:.2f}x ({i['natural']} px): {i['caption']}"
+                   for i in found["images"] if i["natural"] and i["shown"] < 0.8 * i["natural"]]
+    assert n_tables >= 10 and n_images >= 10
+    assert not scrolling, "tables that scroll at 1280 px:\n" + "\n".join(scrolling)
+    assert not shrunk, "figures shown below 0.8 of their width:\n" + "\n".join(shrunk)
+
+
 _REMOTE = re.compile(r"^(?:https?:)?//", re.I)
 
 

@@ -158,3 +158,39 @@ def test_robustness_curves_draw_counts_as_counts_and_shares_up_to_1():
     assert np.nanmax(drawn) <= 1.0 and fig.axes[0].get_ylim()[1] < 1.2
     assert "untestable" in fig.axes[1].texts[0].get_text()  # the empty panel says why
     assert any("above 1 drawn at 1" in t.get_text() for leg in fig.legends for t in leg.get_texts())
+
+
+def test_refined_yes_no_milestone_is_drawn_as_steps_and_the_zoom_has_ticks():
+    from matplotlib.collections import PolyCollection
+
+    tokens = np.array([0.0, 1e-3, 2e-3, 2.5e-3, 3e-3, 4e-3, 8e-3])  # billions; a zoom of less than a decade
+    refined = pd.DataFrame({"tokens_b": tokens, "value": [0, 0, 0, 1, 1, 1, 1], "value_lo": 0, "value_hi": 1,
+                            "refined": [False, False, False, True, False, False, False]})
+    fig = plots.refined_trajectory(refined, refined[~refined["refined"]], value="value", ylabel="milestone holds",
+                                   title="t", window=(2e-3, 3e-3), refined_window=(2e-3, 2.5e-3))
+    for ax in fig.axes[:2]:
+        assert not [c for c in ax.collections if isinstance(c, PolyCollection) and not c.get_label() == "_nolegend_"
+                    and len(c.get_paths()) and c.get_paths()[0].vertices.shape[0] > 4]  # no interpolated band
+        assert all(line.get_drawstyle() == "steps-post" for line in ax.get_lines() if len(line.get_xdata()) > 1
+                   and line.get_linestyle() != ":")
+        lo, hi = ax.get_xlim()
+        labelled = [t for t, lab in zip(ax.get_xticks(), ax.get_xticklabels()) if lo <= t <= hi and lab.get_text()]
+        assert len(labelled) >= 2, "an axis (the zoom) without tick labels"
+
+
+def test_a_log_token_axis_of_less_than_a_decade_is_labelled():
+    import matplotlib.pyplot as plt
+
+    from circuitdev.book.plots.axes import TokenAxis
+
+    tokens = 1e6 * np.array([1.0, 1.3, 1.8, 2.4, 3.3, 4.4])  # log-spaced over less than one decade: no power of 10
+    axis = TokenAxis.of(tokens)
+    fig, ax = plt.subplots()
+    ax.plot(axis.x(tokens), np.arange(len(tokens)))
+    axis.apply(ax)
+    fig.canvas.draw()
+    lo, hi = ax.get_xlim()
+    labelled = [lab.get_text() for t, lab in zip(ax.get_xticks(), ax.get_xticklabels()) if lo <= t <= hi
+                and lab.get_text()]
+    assert axis.scale == "log" and len(labelled) >= 2, labelled
+    plt.close(fig)

@@ -194,3 +194,21 @@ def test_a_log_token_axis_of_less_than_a_decade_is_labelled():
                 and lab.get_text()]
     assert axis.scale == "log" and len(labelled) >= 2, labelled
     plt.close(fig)
+
+
+def test_plain_log_ticks_label_a_short_log_axis_more_than_once():
+    import matplotlib.pyplot as plt
+
+    from circuitdev.book.plots.axes import plain_log_ticks
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [0.7, 4.0])
+    ax.set_yscale("log")
+    ax.set_ylim(0.6, 4.5)  # less than a decade: one power of ten (1) in view
+    plain_log_ticks(ax)
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim()
+    labelled = [lab.get_text() for t, lab in zip(ax.get_yticks(), ax.get_yticklabels()) if lo <= t <= hi
+                and lab.get_text()]
+    assert len(labelled) >= 2 and "2" in labelled, labelled  # (without: "1" alone)
+    plt.close(fig)

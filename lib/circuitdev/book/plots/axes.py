@@ -131,6 +131,9 @@ class TokenAxis:
 def plain_log_ticks(ax, axis: str = "y") -> None:
     """Log-axis tick labels as plain numbers (0.1, 1, 10, 100) instead of powers of ten."""
     target = ax.yaxis if axis == "y" else ax.xaxis
+    lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    if target.get_scale() == "log" and lo > 0 and hi / lo < 30:  # under 1.5 decades: one tick or none; 1, 2, 5 too
+        target.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     target.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     target.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
 

@@ -62,7 +62,7 @@ def test_tables_wrap_to_the_page_and_name_their_columns_in_words(monkeypatch):
     assert "heads above null p99: heads whose" in caption
     wide = pd.DataFrame([[1.5] * 12], columns=[f"c{i}" for i in range(12)])
     display.show_table(wide, "t")
-    assert 'font-size: 75%' in shown[1].to_html()
+    assert 'font-size: 68%' in shown[1].to_html()
 
 
 def test_a_wide_figure_is_redrawn_at_the_width_it_is_shown():

@@ -287,7 +287,7 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int | None = N
                                     "text-align: left; padding: 2px 6px; vertical-align: top"},
         {"selector": "th", "props": "white-space: normal; text-align: left; padding: 2px 6px; vertical-align: bottom"},
         {"selector": "caption", "props": "caption-side: top; text-align: left; font-style: italic"}])
-    size = "85%" if df.shape[1] <= 10 else "75%"
+    size = "85%" if df.shape[1] <= 8 else "75%" if df.shape[1] <= 11 else "68%"
     display(styler.set_table_attributes(f'style="font-size: {size}"'))
 
 

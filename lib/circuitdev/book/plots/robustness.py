@@ -64,7 +64,8 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
     keys = _panels_of(g)
     ncols = min(ncols, len(keys))
     nrows = math.ceil(len(keys) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.3 * ncols, 3.3 * nrows + 0.9), squeeze=False,
+    # drawn at the width the page shows it (display.MAX_FIGURE_PX): ~3.3 inches a panel
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 3.0 * nrows + 1.1), squeeze=False,
                              layout="constrained")
     label, scale, ref = _VALUE_AXES.get(claim, ("value", "linear", None))
     lines = list(dict.fromkeys(zip(g["item"], g["varied"])))
@@ -79,7 +80,7 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
         if share:
             capped |= bool((here["value"] > 1).any())
             here = here.assign(value=here["value"].clip(upper=1.0))
-        ax.set_title(f"{panel} · {tier_title(tier)}" if tier else panel, fontsize=9)
+        ax.set_title(f"{panel}\n{tier_title(tier)}" if tier else panel, fontsize=8.5)
         if not here["value"].notna().any():  # nothing to draw: say so instead of an empty frame
             ax.text(0.5, 0.5, "untestable here:\nno value at any bar", ha="center", va="center",
                     transform=ax.transAxes, fontsize=9, color="#555")
@@ -125,8 +126,8 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
             ax.set_yscale("linear")
             ax.set_ylim(vals.min() - 1, vals.max() + 1)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("bar (selectivity threshold, ×, log scale)")
-        ax.set_ylabel(_ALL_LABELS.get(claim, label) if panel == ALL else label, fontsize=8)
+        ax.set_xlabel("bar (threshold, ×, log scale)", fontsize=8)
+        ax.set_ylabel(_ALL_LABELS.get(claim, label) if panel == ALL else label, fontsize=7.5)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
     handles = [Line2D([], [], color=colors[k], lw=1.6, label=(f"{k[0]} ({_VARIED_WORDS.get(k[1], k[1])})"
@@ -190,7 +191,9 @@ def robustness_map(table: pd.DataFrame, *, tier: str | None = None) -> Figure:
                 ax.add_patch(Rectangle((bars.index(paper) - 0.5, rows.index(r) - 0.5), 1, 1, fill=False, lw=1.6,
                                        edgecolor="black"))
         ax.set_yticks(range(len(rows)), rows, fontsize=8)
-        ax.set_xticks(range(len(bars)), [f"{b:g}" for b in bars], fontsize=7.5)
+        ax.set_xticks(range(len(bars)), [f"{b:g}" for b in bars], fontsize=7.5, rotation=90)
+        # the bars' labels above the first block and below the last (between blocks they crowded the claim titles)
+        ax.tick_params(axis="x", labelbottom=claim == claims[-1], labeltop=claim == claims[0] and len(claims) > 1)
         ax.set_xticks(np.arange(len(bars) + 1) - 0.5, minor=True)
         ax.set_yticks(np.arange(len(rows) + 1) - 0.5, minor=True)
         ax.grid(which="minor", color="white", lw=0.6)

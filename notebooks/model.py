@@ -138,7 +138,7 @@ if tier.present:
 # (bottom) on one token axis; the dashed line is the revision at which the head first reaches
 # {glue:text}`model-ind-threshold`.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 traj = pr_lead.head_trajectories(dev, threshold=induction_threshold).assign(tier=tier.name) if tier.present else None
 if traj is not None and not traj.empty and traj["pr"].notna().any():
     ch.figure(plots.pr_selectivity(traj, threshold=induction_threshold), name=f"fig-model-{name}-pr",

@@ -11,6 +11,7 @@ import html
 import io
 import math
 import re
+import textwrap
 from typing import Any, Callable, Literal
 
 import pandas as pd
@@ -310,13 +311,16 @@ def figure_png_fitted(fig, dpi: int = 110, max_px: int = MAX_FIGURE_PX) -> bytes
     """The figure as PNG, redrawn narrower (its text keeps its size) while wider than `max_px`: the width of the
     figure is scaled to fit, its height by less (never below 3/4), as the layout engine re-lays it out."""
     data = figure_png(fig, dpi)
-    for _ in range(3):
+    for _ in range(6):  # a legend or title of fixed size beside the panels: the panels shrink more than the whole
         width = png_width(data)
         if width <= max_px:
             break
         w, h = fig.get_size_inches()
-        k = max_px / width * 0.98
+        k = max_px / width * 0.95
         fig.set_size_inches(w * k, h * max(0.75, k))
+        title = getattr(fig, "_suptitle", None)
+        if title is not None:  # re-wrapped to the new width (plots.axes.figure_title), else it keeps the old one
+            title.set_text(textwrap.fill(" ".join(title.get_text().split()), width=max(40, int(w * k * 9.5))))
         data = figure_png(fig, dpi)
     return data
 

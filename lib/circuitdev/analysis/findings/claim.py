@@ -7,7 +7,7 @@ A claim carries everything the horizontal features need, so that they hold no pe
     hangs_on(dev, rule)        -> rows (HANGS_ON_COLUMNS less `claim`): what it hangs on at the paper's bar
     unit(value)                -> its value in words ("3 heads", "2.1×", "6.29B", "1 checkpoints")
     axis                       -> how its value is drawn: (label, scale, reference line or None); all_label: the
-                                  label of the "all" panel's value where it differs
+                                  label of the "all" panel's value where it differs; kind: count / share / value
 
 The paper's numbers a claim tests come from `analysis.claims` (`paper_claims`, `compare`): a finding never needs the
 audit.
@@ -56,7 +56,10 @@ class RobustClaim:
     hangs_on: Callable[[pd.DataFrame, str], Rows]  # (dev, counting rule) -> HANGS_ON_COLUMNS rows (no `claim`)
     unit: Callable[[float], str]  # a finite value in its own unit, in words
     axis: tuple[str, str, float | None]  # (axis label, scale, reference line: the statement's own bar, if any)
-    all_label: str | None = None  # the axis label of the "all" panel, where its value is another quantity
+    all_label: str | None = None  # the axis label of the "all" panel, where its value is another quantity (a count)
+    # what the value is, for drawing it: heads or models (whole numbers from 0), a share (0 to 1; F2's largest-jump
+    # share exceeds 1 where a trajectory falls back after its jump: drawn at 1), or any other value
+    kind: Literal["count", "share", "value"] = "value"
 
     def value_text(self, value: float) -> str | None:
         return self.unit(value) if np.isfinite(value) else None

@@ -307,4 +307,4 @@ def _floor_hangs_on(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
 FLOOR_CLAIM = RobustClaim(
     "F1.floor", "F1", "no head in layers 0/1 reaches the first-token bar at any revision",
     "most first-token heads in layers 0/1 at any revision", COUNTING_RULES, _floor_over_bars, _floor_hangs_on,
-    unit=lambda v: f"{v:g} heads", axis=("first-token heads in layers 0/1 (most at any revision)", "symlog", None))
+    unit=lambda v: f"{v:g} heads", axis=("first-token heads in layers 0/1 (most at any revision)", "symlog", None), kind="count")

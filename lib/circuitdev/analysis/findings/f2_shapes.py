@@ -255,4 +255,5 @@ SHAPES_CLAIM = RobustClaim(
     "F2.shapes", "F2", "each model has the paper's shape (Pythia ramp, OLMo transition, OLMoE ramp)",
     "share of the total rise in the largest jump (\"all\": models with their paper shape)", COUNTING_RULES,
     _shapes_over_bars, _shapes_hangs_on, unit=lambda v: f"{100 * v:.0f}% in the largest jump",
-    axis=("share of the rise in the largest jump", "linear", 0.5), all_label="models with the paper's shape (of 3)")
+    axis=("share of the rise in the largest jump", "linear", 0.5), all_label="models with the paper's shape (of 3)",
+    kind="share")

@@ -13,6 +13,8 @@ CIRCUITDEV_PUBLISHED_MANIFEST naming the manifest. Faults, per local path (`mirr
     "hang"         the request is read and nothing is ever answered
     "hold"         half the body, then wait until `mirror.release()` (a fetch caught mid-file, e.g. to kill it);
                    `mirror.arrived` is set when such a request is being held
+    "pause"        as "hold", but after `mirror.release()` the rest of the body follows (a slow fetch that
+                   completes: what a second run meets while the first is still downloading)
 
 `mirror.requests` lists the paths asked for, in order.
 """
@@ -91,6 +93,13 @@ class Mirror:
                     handler.wfile.write(body[i:i + 1])
                     handler.wfile.flush()
                     time.sleep(0.05)
+                return
+            if fault == "pause":
+                handler.wfile.write(body[: len(body) // 2])
+                handler.wfile.flush()
+                self.arrived.set()
+                self._released.wait(120)
+                handler.wfile.write(body[len(body) // 2:])
                 return
             if fault in ("drop", "hold"):
                 handler.wfile.write(body[: len(body) // 2])

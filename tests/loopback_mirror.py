@@ -13,6 +13,7 @@ CIRCUITDEV_PUBLISHED_MANIFEST naming the manifest. Faults, per local path (`mirr
     "hang"         the request is read and nothing is ever answered
     "hold"         half the body, then wait until `mirror.release()` (a fetch caught mid-file, e.g. to kill it);
                    `mirror.arrived` is set when such a request is being held
+    "endless"      no Content-Length, the file's bytes repeated without end (until the client hangs up)
     "pause"        as "hold", but after `mirror.release()` the rest of the body follows (a slow fetch that
                    completes: what a second run meets while the first is still downloading)
 
@@ -77,6 +78,16 @@ class Mirror:
             return
         if fault == "hang":
             self._stopping.wait(120)
+            return
+        if fault == "endless":
+            handler.send_response(200)
+            handler.end_headers()  # no length: the body ends when the connection does
+            try:
+                while not self._stopping.is_set():
+                    handler.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            handler.close_connection = True
             return
         if fault == "corrupt":
             body = body[:10] + bytes([body[10] ^ 0xFF]) + body[11:]

@@ -13,6 +13,7 @@ CIRCUITDEV_PUBLISHED_MANIFEST naming the manifest. Faults, per local path (`mirr
     "hang"         the request is read and nothing is ever answered
     "hold"         half the body, then wait until `mirror.release()` (a fetch caught mid-file, e.g. to kill it);
                    `mirror.arrived` is set when such a request is being held
+    "loop"         a redirect to itself, for ever
     "endless"      no Content-Length, the file's bytes repeated without end (until the client hangs up)
     "pause"        as "hold", but after `mirror.release()` the rest of the body follows (a slow fetch that
                    completes: what a second run meets while the first is still downloading)
@@ -78,6 +79,12 @@ class Mirror:
             return
         if fault == "hang":
             self._stopping.wait(120)
+            return
+        if fault == "loop":
+            handler.send_response(302)
+            handler.send_header("Location", handler.path)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
             return
         if fault == "endless":
             handler.send_response(200)

@@ -152,3 +152,10 @@ def test_a_path_too_long_is_exit_2(tmp_path, make_tiny_panel, capsys):
     assert main(["probe", "--panel", str(path), "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "too long" in err and "please report" not in err
+
+
+def test_a_redirect_loop_is_not_called_a_reason_to_try_again_later(mirror, tmp_path, capsys):
+    mirror.faults[mirror.local_paths[0]] = "loop"
+    assert main(["published", "fetch", "--to", str(tmp_path / "pub"), "--timeout", "60"]) == 2
+    err = capsys.readouterr().err
+    assert "redirects in a loop" in err and "try again later" not in err

@@ -195,3 +195,23 @@ def test_a_bad_lock_wait_is_a_user_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CIRCUITDEV_LOCK_WAIT", "soon")
     assert main(["published", "fetch", "--to", str(tmp_path / "pub"), "--from", str(tmp_path)]) == 2
     assert "CIRCUITDEV_LOCK_WAIT='soon'" in capsys.readouterr().err
+
+
+HOLDER = ("import sys, time\nfrom circuitdev.locks import folder_lock\n"
+          "with folder_lock(sys.argv[1], what=sys.argv[2]):\n print('held', flush=True)\n time.sleep(120)")
+
+
+def test_a_workshop_build_into_a_folder_being_built_exits_2_naming_the_holder(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "workshop"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out), "workshop folder"], env=cli_env(),
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setenv("CIRCUITDEV_LOCK_WAIT", "0.2")
+        assert main(["workshop", "build", "--out", str(out), "--no-execute"]) == 2
+        err = capsys.readouterr().err
+        assert f"the workshop folder {out} is being written by another run: pid {holder.pid}" in err
+        assert not out.exists() or not any(out.iterdir())  # nothing written while another build holds it
+    finally:
+        holder.kill()
+        holder.wait()

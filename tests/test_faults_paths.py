@@ -137,3 +137,19 @@ def test_a_sweeps_relative_results_dir_is_the_pages_folder(tmp_path, monkeypatch
     assert len(runs) == 2, "a point was reused although the records it read were deleted"
     point = json.loads(next((tmp_path / "sweep").glob("*/point.json")).read_text())
     assert point["results_dir"]["path"] == str(records)
+
+
+def test_a_results_folder_with_an_undecodable_name_works(make_tiny_panel, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = make_tiny_panel(revisions=1, name="tiny-bytes")
+    out = os.fsencode(tmp_path) + b"/results-\xff"  # not UTF-8: a name from another locale
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "lib"), "LANG": "C.UTF-8",
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "circuitdev.cli", "probe", "--panel", str(path), "--out", out,
+                           "--no-progress"], env=env, capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert b"results-\\xff" in done.stdout  # printed escaped
+    assert os.path.isfile(out + b"/tiny-bytes/step0.json")

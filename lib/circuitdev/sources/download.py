@@ -76,6 +76,12 @@ def _fix(kind: Fault, status: int | None = None) -> str:
         return (f"the mirror in {URL_ENV} lacks this file at the pinned commit: it must serve each file at "
                 "<commit>/<repo_path> as the manifest pins them" if mirror else
                 "the authors' repository no longer serves it at the pinned commit: use `--from DIR` with a copy")
+    if kind == "http" and status is not None and 300 <= status < 400:  # urllib gives up on a loop: waiting won't help
+        return (f"the server redirects in a loop or to nowhere: check the address in {URL_ENV}" if mirror else
+                "the server redirects in a loop or to nowhere: use `--from DIR` with a copy")
+    if kind == "http" and status is not None and 400 <= status < 500:
+        return (f"the server refuses the request: check the address in {URL_ENV}, or use `--from DIR` with a copy"
+                if mirror else "the server refuses the request; use `--from DIR` with a copy")
     if kind == "http":
         return "the server failed; try again later, or use `--from DIR` with a copy"
     if kind == "oversize":

@@ -30,7 +30,11 @@ record has no behaviour (format 1 and 2) or the ablation was not computed.
 Which configuration a record holds: `DIR/<panel>/<revision>.parquet` is always the record of the configuration
 asked for last. A run whose `ProbeConfig.config_hash()` differs from the stored sidecar's moves the stored record to
 `by-config/<old hash>/` and then restores `by-config/<new hash>/` if a valid record is there, else recomputes
-(`move_record` is that one move, both ways). Readers only ever look at the plain path.
+(`move_record` is that one move, both ways). Readers only ever look at the plain path. No record is replaced by
+another: `write_record` first moves a stored record that is not the one being written aside, under a folder that
+says why (`archive_reason`: by-config/<hash>/, by-weights/<sha12>/, by-model/<model>/<hash>/, newer-format/<format>/;
+a record of a newer format is refused by readers as newer, never called corrupt). Every write and move holds the
+panel folder's lock (`panel_lock`, `circuitdev.locks`), so two runs on one folder archive each other's records.
 
 Integrity: the parquet and the side files are written first (temp file + fsync + rename), the sidecar last; the
 sidecar holds the sha256 and row count of each. A record is complete only if the sidecar parses, names this panel /

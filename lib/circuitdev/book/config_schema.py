@@ -61,6 +61,8 @@ def _list(where: str, value, problems: list[str]) -> list | None:
 def _int(where: str, value, problems: list[str], *, low: int | None = None, none_ok: bool = False) -> None:
     if value is None and none_ok:
         return
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):  # `--config k=[0,1]` gives text
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or (low is not None and value < low):
         bound = f" >= {low}" if low is not None else ""
         problems.append(f"{where}: must be an integer{bound}{' or null' if none_ok else ''}, got {value!r}")
@@ -73,9 +75,16 @@ def _folder(where: str, value, problems: list[str]) -> None:
         problems.append(f"{where}: a path cannot hold a NUL character")
 
 
+def _as_flag(value):
+    """"true" / "false" (what `--config key=true` may give) as booleans; anything else unchanged."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
+
+
 def _choice(*choices) -> Callable:
     def check(where, value, problems, config):
-        if value not in choices:
+        if _as_flag(value) not in choices:
             shown = ", ".join("null" if c is None else str(c).lower() if isinstance(c, bool) else str(c)
                               for c in choices)
             problems.append(f"{where}: {value!r} is not one of {shown}{closest(value, [str(c) for c in choices])}")
@@ -118,7 +127,7 @@ def _check_toy_seeds(where, value, problems, config):
     seeds = _list(where, value, problems)
     for i, seed in enumerate(seeds or []):
         _int(f"{where}[{i}]", seed, problems, low=0)
-    if seeds and len(set(map(str, seeds))) != len(seeds):
+    if seeds and len({str(s).strip() for s in seeds}) != len(seeds):
         problems.append(f"{where}: {seeds!r} names a seed twice")
 
 
@@ -230,7 +239,7 @@ def _text(where, value, problems, config):
 
 
 def _flag(where, value, problems, config):
-    if not isinstance(value, bool):
+    if not isinstance(_as_flag(value), bool):
         problems.append(f"{where}: must be true or false, got {value!r}")
 
 

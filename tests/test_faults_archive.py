@@ -17,7 +17,7 @@ from circuitdev.cli import main
 from circuitdev.sources.panels import load_panel
 from circuitdev.sources.records import PanelRecords
 from circuitdev.sources.run import probe_panel
-from circuitdev.sources.store import archive_reason, record_paths, record_status
+from circuitdev.sources.store import record_paths, record_status
 
 
 def probe(panel_file, out):
@@ -64,6 +64,8 @@ def test_another_panel_file_of_the_same_name_archives_the_other_weights_record(m
 
 
 def test_a_record_of_another_hub_model_is_stale_and_archived_by_model(make_tiny_panel, tmp_path):
+    from circuitdev.sources.store import archive_reason
+
     path = make_tiny_panel(revisions=1, name="tiny-hub")
     out = tmp_path / "out"
     probe(path, out)

@@ -12,11 +12,13 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+import circuitdev
 from circuitdev import atomic
 from circuitdev.cli import main
 from circuitdev.locks import folder_lock, lock_path
@@ -32,7 +34,9 @@ HANG_GUARD_S = 120
 
 
 def cli_env(**extra) -> dict:
-    return {**os.environ, "PYTHONPATH": str(REPO / "lib"), "OMP_NUM_THREADS": "1", **extra}
+    """The environment of a CLI subprocess: the library this test imports, one thread."""
+    return {**os.environ, "PYTHONPATH": str(Path(circuitdev.__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1",
+            **extra}
 
 
 def probe(panel_file, out, **fields):
@@ -148,12 +152,22 @@ def test_two_concurrent_fetches_both_end_complete_and_truthful(mirror, tmp_path)
     mirror.faults[mirror.local_paths[-1]] = "pause"  # A has staged the others and waits for the last one
     first = fetch_proc(mirror, dest)
     assert mirror.arrived.wait(HANG_GUARD_S), "the first fetch never asked for the paused file"
+    asked = len(mirror.requests)
     second = fetch_proc(mirror, dest)
-    time.sleep(1.0)  # ordering only (the second has started and meets the first), not a timing assertion
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(second.stderr), daemon=True)
+    reader.start()
+    guard = time.monotonic() + HANG_GUARD_S  # until the second run meets the first: it waits, or downloads too
+    while not any("waiting for it" in line for line in said) and len(mirror.requests) == asked:
+        assert time.monotonic() < guard, "the second fetch neither waited nor downloaded"
+        time.sleep(0.05)
     mirror.faults.clear()
     mirror.release()
-    out1, out2 = first.communicate(timeout=HANG_GUARD_S), second.communicate(timeout=HANG_GUARD_S)
-    assert (first.returncode, second.returncode) == (0, 0), (out1, out2)
+    out1 = first.communicate(timeout=HANG_GUARD_S)
+    second.wait(timeout=HANG_GUARD_S)
+    reader.join(HANG_GUARD_S)
+    assert (first.returncode, second.returncode) == (0, 0), (out1, said)
+    assert any(f"pid {first.pid}" in line for line in said)  # the second said whom it waits for
     assert is_complete(dest, manifest=read_manifest())
     assert (dest / "README.md").read_text() == "my notes\n"
     assert not (tmp_path / ".pub.staging").exists()

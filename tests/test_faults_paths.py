@@ -146,8 +146,10 @@ def test_a_results_folder_with_an_undecodable_name_works(make_tiny_panel, tmp_pa
 
     path = make_tiny_panel(revisions=1, name="tiny-bytes")
     out = os.fsencode(tmp_path) + b"/results-\xff"  # not UTF-8: a name from another locale
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "lib"), "LANG": "C.UTF-8",
-           "OMP_NUM_THREADS": "1"}
+    import circuitdev
+
+    env = {**os.environ, "PYTHONPATH": str(Path(circuitdev.__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1",
+           "PYTHONIOENCODING": "utf-8:strict"}  # a strict UTF-8 terminal
     done = subprocess.run([sys.executable, "-m", "circuitdev.cli", "probe", "--panel", str(path), "--out", out,
                            "--no-progress"], env=env, capture_output=True, timeout=600)
     assert done.returncode == 0, done.stderr.decode(errors="replace")

@@ -104,11 +104,16 @@ def folder_lock(folder: str | os.PathLike, *, what: str, wait: float | None = No
                           f"{os_error_fix(err, path.parent)}") from None
     try:
         deadline = time.monotonic() + bound
+        said = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not said and bound > 0:  # a run that seems to hang says why
+                    print(f"circuitdev: the {what} {folder} is being written by another run ({holder(path)}); "
+                          f"waiting for it (at most {bound:g} s, {WAIT_ENV})", file=sys.stderr, flush=True)
+                    said = True
                 if time.monotonic() >= deadline:
                     raise FolderBusy(
                         f"the {what} {folder} is being written by another run: {holder(path)}. Wait for it to "

@@ -159,3 +159,27 @@ def test_a_redirect_loop_is_not_called_a_reason_to_try_again_later(mirror, tmp_p
     assert main(["published", "fetch", "--to", str(tmp_path / "pub"), "--timeout", "60"]) == 2
     err = capsys.readouterr().err
     assert "redirects in a loop" in err and "try again later" not in err
+
+
+def test_a_local_copy_of_another_size_is_refused_before_it_is_read(mirror, tmp_path, capsys):
+    source = tmp_path / "copy"
+    for local in mirror.local_paths:
+        (source / local).parent.mkdir(parents=True, exist_ok=True)
+        (source / local).write_bytes((mirror.files / local).read_bytes())
+    victim = source / mirror.local_paths[0]
+    victim.write_bytes(victim.read_bytes() * 3)  # another version of the file
+    dest = tmp_path / "pub"
+    assert main(["published", "fetch", "--to", str(dest), "--from", str(source)]) == 2
+    err = capsys.readouterr().err
+    assert f"where the manifest pins {(mirror.files / mirror.local_paths[0]).stat().st_size}" in err
+    assert snapshot(dest) == {}
+
+
+def test_a_workshop_folder_blocked_by_a_file_is_exit_2(tmp_path, capsys):
+    out = tmp_path / "workshop"
+    out.mkdir()
+    (out / "student").write_text("a file where the student notebooks go\n")
+    assert main(["workshop", "build", "--out", str(out), "--no-execute"]) == 2
+    err = capsys.readouterr().err
+    assert "student" in err and "please report" not in err
+    assert (out / "student").read_text() == "a file where the student notebooks go\n"

@@ -165,6 +165,10 @@ def _get(entry: ManifestEntry, from_dir: Path | None, timeout: float, download: 
         src = from_dir / entry.local_path
         if not src.is_file():
             raise DataError(f"{src}: missing from the local copy {from_dir}; it should hold {entry.local_path}")
+        size = src.stat().st_size
+        if size != entry.bytes:  # checked before reading: a wrong (maybe huge) file is never read whole
+            raise DataError(f"{src}: {size} bytes where the manifest pins {entry.bytes} for {entry.repo_path}@"
+                            f"{entry.commit[:8]}; not copied (another version of the file, or a wrong folder)")
         return src.read_bytes(), str(src)
     url = entry.url
     try:

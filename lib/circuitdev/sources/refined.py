@@ -15,6 +15,7 @@ import pandas as pd
 
 from circuitdev.atomic import write_atomic
 from circuitdev.errors import DataError
+from circuitdev.locks import folder_lock
 from circuitdev.sources.panels import _NAME_RE, Revision
 
 REFINED_FILE = "refined.yaml"
@@ -72,11 +73,13 @@ def add_refined(results_dir: str | os.PathLike, panel: str, revision: Revision, 
         raise DataError(f"refine: revision name {revision.name!r} is not a plain name (letters, digits, '.', '_' "
                         "or '-'); it would name files outside the panel's folder")
     path = refined_path(results_dir, panel)
-    known = _entries(results_dir, panel)
-    if any(r["name"] == revision.name for r in known):
-        return path
-    known.append({"name": revision.name, "tokens": revision.tokens,
-                  **({"step": revision.step} if revision.step is not None else {}), **why})
-    known.sort(key=lambda r: r["tokens"])
-    doc = {"format": REFINED_FORMAT, "panel": panel, "revisions": known}
-    return write_atomic(path, yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
+    # read, add, write under the panel folder's lock: two refine runs never drop each other's revisions
+    with folder_lock(Path(results_dir) / panel, what=f"results folder of panel {panel}"):
+        known = _entries(results_dir, panel)
+        if any(r["name"] == revision.name for r in known):
+            return path
+        known.append({"name": revision.name, "tokens": revision.tokens,
+                      **({"step": revision.step} if revision.step is not None else {}), **why})
+        known.sort(key=lambda r: r["tokens"])
+        doc = {"format": REFINED_FORMAT, "panel": panel, "revisions": known}
+        return write_atomic(path, yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))

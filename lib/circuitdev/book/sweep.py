@@ -115,10 +115,15 @@ def folder_identity(folder: Path | None) -> str:
     if not folder.is_dir():
         return "absent"
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not _bookkeeping(p)):
         st = path.stat()
         digest.update(f"{path.relative_to(folder)}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def _bookkeeping(path: Path) -> bool:
+    """A folder lock (`circuitdev.locks`: rewritten by every run that writes) or a temporary file: not data."""
+    return path.name.startswith(".") and path.name.endswith((".lock", ".tmp"))
 
 
 def point_inputs(source: Path, parameters: dict[str, Any], folders: BuildFolders | None,

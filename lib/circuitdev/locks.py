@@ -89,13 +89,16 @@ def folder_lock(folder: str | os.PathLike, *, what: str, wait: float | None = No
     path = lock_path(folder)
     key = f"{path}@{threading.get_ident()}"  # re-entrant per thread; another thread waits as another process would
     with _guard:
-        if _held.get(key):
+        nested = bool(_held.get(key))
+        if nested:
             _held[key] += 1
-            try:
-                yield path
-            finally:
+    if nested:  # this thread holds it already (a write inside a move): no second flock, which would wait for itself
+        try:
+            yield path
+        finally:
+            with _guard:
                 _held[key] -= 1
-            return
+        return
     bound = wait_bound() if wait is None else wait
     try:
         fd, path = _open(path, Path(folder))

@@ -50,57 +50,18 @@ def final_ablation(panel, table: pd.DataFrame, *, config: dict | None = None, th
                    device: str | None = None) -> tuple[pd.DataFrame | None, str]:
     """Zero- (or mean-) ablate the final-revision induction circuit (sel_induction >= threshold in `table`, the
     panel's developmental table) on the records' own batch (`config`: their ProbeConfig fields), beside its own
-    controls: up to `groups` distinct matched random groups (`matched_random_groups`, scope "layer"), as many
-    random groups from any layer outside the circuit (scope "any": not neutral -- it can hold previous-token
-    heads) and the circuit's whole layers. One checkpoint load: cheap for toy and folder panels, a GPU job for the
-    1B models. Returns (ABLATION_TABLE_COLUMNS, "") or (None, why)."""
-    from circuitdev.sources.ablate import labels
-    from circuitdev.sources.run import load_final_circuit
-
-    loaded, why = load_final_circuit(panel, table, config=config, threshold=threshold, batch_size=batch_size,
-                                     device=device)
-    if loaded is None:
-        return None, why
-    spec, model = loaded.spec, loaded.model
-    loaded.model = None  # this function frees it
+    controls: `sources.run.ablate_final_circuit`, the conditions `circuitdev ablate` prints (up to `groups`
+    distinct matched random groups, as many random groups from any layer outside the circuit -- not neutral: they
+    can hold previous-token heads -- and the circuit's whole layers). One checkpoint load: cheap for toy and folder
+    panels, a GPU job for the 1B models. Returns (ABLATION_TABLE_COLUMNS, "") or (None, why)."""
     from circuitdev.analysis.uncertainty import binomial_intervals
-    from circuitdev.measure.ablation import evaluate, head_means, matched_random_groups, upper_bound
-    from circuitdev.measure.families import family_of
-    from circuitdev.measure.probe import batch_for
-    from circuitdev.sources.loading import free_memory
+    from circuitdev.sources.run import ablate_final_circuit
 
-    n_layers, n_heads = int(table["layer"].max()) + 1, int(table["head"].max()) + 1
-    layer = matched_random_groups(spec, n_heads, groups, seed=seed)
-    anywhere = matched_random_groups(spec, n_heads, groups, seed=seed, scope="any", n_layers=n_layers)
-    circuit = f"induction circuit (≥ {threshold:g}×)"
-    full = f"layer(s) {', '.join(map(str, layer.full_layers))} hold no head outside the circuit"
-    conditions = [("baseline", "no ablation", "", None, {}, ""), ("screen", circuit, "", None, spec, "")]
-    short = "; ".join(f"layer {l} holds {outside} head{'s' * (outside != 1)} outside the circuit against {inside} "
-                      f"in it: the control draws {outside} there" for l, (inside, outside) in layer.short_layers.items())
-    gaps = "; ".join([f"{full}: those layers are left out"] * bool(layer.full_layers) + [short] * bool(short))
-    conditions += [("matched_random", "matched random set", circuit, s, g, gaps) for s, g in layer.groups]
-    if not layer.groups:
-        conditions.append(("matched_random", "matched random set", circuit, None, None,
-                           f"not possible: {full}"))
-    conditions += [("random_any", "random heads from any layer", circuit, s, g, "") for s, g in anywhere.groups]
-    conditions.append(("upper_bound", "whole layers (upper bound)", circuit, None, upper_bound(spec, n_heads), ""))
-    batch = batch_for(loaded.cfg)
-    try:
-        layout = family_of(model)
-        means = head_means(model, batch, layout=layout, batch_size=batch_size) if mode == "mean" else None
-        rows = []
-        for cond, label, drawn_for, s, heads, note in conditions:
-            scores = {} if heads is None else evaluate(model, batch, heads, mode=mode, means=means, layout=layout,
-                                                       batch_size=batch_size)
-            rows.append({"condition": cond, "label": label, "drawn_for": drawn_for, "seed": s,
-                         "n_ablated": sum(len(h) for h in (heads or {}).values()),
-                         "heads": " ".join(labels(heads or {})), "n": batch.n, **scores, "note": note})
-    finally:
-        del model
-        free_memory()
-    out = pd.DataFrame(rows).reindex(columns=ABLATION_TABLE_COLUMNS)
-    out["seed"] = out["seed"].astype("Int64")
-    return binomial_intervals(out, "acc_top1", "n"), ""
+    out, why = ablate_final_circuit(panel, table, config=config, threshold=threshold, groups=groups, seed=seed,
+                                    mode=mode, batch_size=batch_size, device=device)
+    if out is None:
+        return None, why
+    return binomial_intervals(out.reindex(columns=ABLATION_TABLE_COLUMNS), "acc_top1", "n"), ""
 
 
 def published_ablation(published, model: str, *, task: str = "induction") -> pd.DataFrame:

@@ -21,6 +21,7 @@ from nnsight import NNsight
 from circuitdev.measure.batch import InductionBatch
 from circuitdev.measure.capture import as_token_tensor, chunks, envoy
 from circuitdev.errors import ConfigError
+from circuitdev.measure.classify import spec_labels
 from circuitdev.measure.families import Layout, family_of
 from circuitdev.schema import MATCHED_RANDOM_SEED, AblationMode
 
@@ -326,11 +327,6 @@ def circuit_conditions(spec: HeadSpec, *, n_layers: int, n_heads: int, n_groups:
     return CircuitConditions(spec, layer, anywhere, rows, note if spec else "")
 
 
-def labels(spec: HeadSpec | None) -> list[str]:
-    """["L1H2", ...] in (layer, head) order."""
-    return [f"L{layer}H{head}" for layer in sorted(spec or {}) for head in sorted((spec or {})[layer])]
-
-
 ABLATION_SUITE_COLUMNS = ["condition", "label", "drawn_for", "seed", "n_ablated", "heads", "spec", "mode", "n",
                           "acc_top1", "acc_top5", "loss", "mean_logit_B", "note"]
 
@@ -357,7 +353,7 @@ def ablation_suite(
     outcomes = iter(condition_outcomes(model, batch, [c.spec for c in cc.measured()], mode=mode, means=means,
                                        layout=layout, batch_size=batch_size))
     rows = [{"condition": c.condition, "label": c.label, "drawn_for": c.drawn_for, "seed": c.seed,
-             "n_ablated": n_heads_in(c.spec or {}), "heads": " ".join(labels(c.spec)), "spec": c.spec or {},
+             "n_ablated": n_heads_in(c.spec or {}), "heads": " ".join(spec_labels(c.spec)), "spec": c.spec or {},
              "mode": mode, "n": batch.n, **(outcome_metrics(next(outcomes)) if c.spec is not None else {}),
              "note": c.note} for c in cc.conditions]
     out = pd.DataFrame(rows).reindex(columns=ABLATION_SUITE_COLUMNS)

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.errors import ConfigError
-from circuitdev.measure.classify import heads_of, is_class
+from circuitdev.measure.classify import heads_of, is_class, spec_labels
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.paths import results_dir as default_results_dir
 from circuitdev.sources.panel_table import (PanelTablePaths, PanelTableRun, panel_table_paths, read_panel_table,
@@ -117,15 +117,13 @@ def read_ablation_over_training(results_dir: str | os.PathLike | None, panel: st
 def with_ablation(revisions: pd.DataFrame, read: RecordSet) -> pd.DataFrame:
     """`revisions` (RecordSet.revision_table) with ABLATION_COLUMNS merged in: the stored rows whose circuit is the
     records' current final circuit and whose revision's record is the one measured; NaN elsewhere."""
-    from circuitdev.measure.ablation import labels
-
     columns = list(ABLATION_COLUMNS)[1:]
     found = read_ablation_over_training(read.root, read.panel)
     rows = pd.DataFrame(columns=list(ABLATION_COLUMNS))
     if found is not None:
         table, meta = found
         final, spec = final_circuit(read.table, meta["threshold"])
-        if meta["config_hash"] == read.config_hash and (final, labels(spec)) == (meta["final_revision"],
+        if meta["config_hash"] == read.config_hash and (final, spec_labels(spec)) == (meta["final_revision"],
                                                                                   meta["circuit"]):
             current = {rev: record_identity(m) for rev, m in read.sidecars.items()}
             rows = table[[_same(meta["revisions"].get(rev), current.get(rev)) for rev in table["revision"]]]
@@ -152,7 +150,7 @@ def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None 
     results_dir=...)` returns it) and store the table (module docstring). Every revision must have a complete
     record (`circuitdev probe` first). Resumes: only rows that are missing or no longer match are computed, unless
     `force`. One checkpoint is in memory at a time, and all its conditions run in the same batched forwards."""
-    from circuitdev.measure.ablation import circuit_conditions, labels
+    from circuitdev.measure.ablation import circuit_conditions
     from circuitdev.measure.probe import batch_for
 
     if n_random < 1:
@@ -171,9 +169,9 @@ def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None 
     controls = {"random": cc.matched, "random_any": cc.anywhere} if spec else {}
     excess = ("random" if cc.matched.groups else "random_any" if cc.anywhere.groups else None) if spec else None
     header = {"format": FORMAT, "panel": panel.name, "config_hash": read.config_hash, "threshold": threshold,
-              "final_revision": final, "circuit": labels(spec), "n": cfg.n, "excess_control": excess}
+              "final_revision": final, "circuit": spec_labels(spec), "n": cfg.n, "excess_control": excess}
     for prefix, groups in controls.items():
-        header.update({f"{prefix}_groups": [{"seed": s, "heads": labels(g)} for s, g in groups.groups],
+        header.update({f"{prefix}_groups": [{"seed": s, "heads": spec_labels(g)} for s, g in groups.groups],
                        f"{prefix}_possible": groups.possible})
     if spec:
         header["random_full_layers"] = cc.matched.full_layers
@@ -195,17 +193,34 @@ def control_interval(ks: np.ndarray, n: int, possible: int, level: float = 0.95)
     interval over the groups, mean +- t(G-1) s / sqrt(G), with the finite-population factor sqrt(1 - G / possible)
     (the groups are distinct draws from `possible` ones). Where that spread is not estimable -- every possible
     group evaluated, or a single group -- the Wilson interval of the mean count on n, the batch's own noise."""
-    from scipy import stats
-
     from circuitdev.measure.behaviour import wilson_interval
 
     g = len(ks)
     mean = float(ks.mean()) / n
     if 2 <= g < possible:
-        half = float(stats.t.ppf(0.5 + level / 2, g - 1) * ks.std(ddof=1) / n / np.sqrt(g) * np.sqrt(1 - g / possible))
+        half = t_quantile(0.5 + level / 2, g - 1) * float(ks.std(ddof=1)) / n / np.sqrt(g) * np.sqrt(1 - g / possible)
         return max(0.0, mean - half), min(1.0, mean + half)
     lo, hi = wilson_interval(float(ks.mean()), n, level=level)
     return float(lo), float(hi)
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile (0.5 <= p < 1; scipy is not a dependency): the density integrated by Simpson's rule on
+    a fine grid, the quantile by bisection (to 1e-9; t(0.975, 9) = 2.2622)."""
+    import math
+
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def cdf(x: float) -> float:
+        u = np.linspace(0.0, x, 4001)
+        f = c * (1 + u * u / df) ** (-(df + 1) / 2)
+        return 0.5 + float((u[1] - u[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum()))
+
+    lo, hi = 0.0, 1000.0
+    while hi - lo > 1e-9:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
 
 
 def excess_interval(control: float, control_lo: float, control_hi: float, circuit: float, circuit_lo: float,

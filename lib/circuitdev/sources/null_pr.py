@@ -94,8 +94,8 @@ def null_pr_over_training(panel: Panel, *, results_dir: str | os.PathLike | None
     sequence length, n (default n_pr), the first token and the dtype."""
     if n_draws < 1:
         raise ConfigError(f"n_draws must be >= 1, got {n_draws}")
-    if n is not None and n < 1:
-        raise ConfigError(f"n (random sequences per draw) must be >= 1, got {n}")
+    if n is not None and n < 2:
+        raise ConfigError(f"n (random sequences per draw) must be >= 2, got {n}")
     if batch_size is not None and batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1 sequences per forward pass, got {batch_size}")
     say = log or (lambda msg: None)

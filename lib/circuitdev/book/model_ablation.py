@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from circuitdev.schema import INDUCTION_THRESHOLD, MATCHED_RANDOM_SEED
@@ -253,10 +254,12 @@ def _groups(g: pd.DataFrame) -> str:
 
 
 def necessity(over: pd.DataFrame, recall: pd.DataFrame) -> dict:
-    """When the final circuit becomes necessary -- the first revision whose top-1 drop's 95% interval lies above
-    0 (`ModelPage.over_training`) -- and whether it is at the revisions where the screen finds it: F4's recall of
-    the final circuit (`findings.circuit_recall`), first > 0 (one head at the threshold) and first = 1 (all)."""
-    need = over["top1_drop_lo"].to_numpy(dtype=float) > 0
+    """When the final circuit becomes necessary -- the first revision whose EXCESS drop's 95% interval lies above 0
+    (excess_drop: the circuit's top-1 drop minus the random control groups' mean drop, `sources.ablate`; a drop
+    against no ablation alone only says what zeroing it costs) -- and whether it is at the revisions where the
+    screen finds it: F4's recall of the final circuit (`findings.circuit_recall`), first > 0 (one head at the
+    threshold) and first = 1 (all). `over`: `ModelPage.over_training`."""
+    need = over["excess_drop_lo"].to_numpy(dtype=float) > 0 if "excess_drop_lo" in over else np.zeros(len(over), bool)
     at = lambda i: over.iloc[int(i)]  # noqa: E731
     first = int(need.argmax()) if need.any() else None
     out = {"necessary": None if first is None else at(first), "stays": bool(first is not None and need[first:].all()),
@@ -269,18 +272,21 @@ def necessity(over: pd.DataFrame, recall: pd.DataFrame) -> dict:
 
 
 def necessity_text(nec: dict, *, threshold: float) -> str:
-    """`necessity` in sentences."""
+    """`necessity` in sentences: "necessary" against the random groups (the excess drop), "costs" against no
+    ablation."""
     from circuitdev.book.display import fmt_tokens_b
 
-    points = lambda r: (f"drop {100 * r['top1_drop']:.1f} points, 95% interval "  # noqa: E731
-                        f"{100 * r['top1_drop_lo']:.1f} to {100 * r['top1_drop_hi']:.1f}")
+    points = lambda r: (f"{100 * r['excess_drop']:.1f} points beyond the random groups' drop, 95% interval "  # noqa: E731
+                        f"{100 * r['excess_drop_lo']:.1f} to {100 * r['excess_drop_hi']:.1f}; zeroing it costs "
+                        f"{100 * r['top1_drop']:.1f} points of top-1")
     first = nec["necessary"]
     if first is None:
         out = [f"At none of the {nec['n_revisions']} revisions does zeroing the final circuit lower top-1 by more "
-               "than the batch's noise (no drop interval lies above 0): the circuit is never shown necessary."]
+               "than zeroing random groups of as many heads, beyond the noise (no excess-drop interval lies above "
+               "0): the circuit is never shown necessary."]
     else:
         out = [f"The circuit becomes necessary at {first['revision']} ({fmt_tokens_b(first['tokens_b'])} tokens), "
-               f"the first revision whose drop in top-1 lies above 0 ({points(first)})"
+               f"the first revision whose drop in top-1 beyond the random groups' lies above 0 ({points(first)})"
                + (", and stays necessary at every later revision." if nec["stays"] else
                   f"; it is necessary at {nec['n_necessary']} of the {nec['n_revisions']} revisions.")]
     for key, what in (("first_head", f"one of its heads at ≥ {threshold:g}×"),
@@ -290,7 +296,7 @@ def necessity_text(nec: dict, *, threshold: float) -> str:
             continue
         revision, row = nec[key]
         state = ("it is not in the ablation table" if row is None else
-                 f"the circuit is {'already' if row['top1_drop_lo'] > 0 else 'not yet'} necessary there "
+                 f"the circuit is {'already' if row['excess_drop_lo'] > 0 else 'not yet'} necessary there "
                  f"({points(row)})")
         out.append(f"The screen first finds {what} at {revision} (F4's recall); {state}.")
     return " ".join(out)

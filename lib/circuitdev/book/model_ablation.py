@@ -4,10 +4,11 @@ greater-than task of the authors' files, the ablation over training, and the sen
 
 Every ablation table has one row per condition (ABLATION_TABLE_COLUMNS): which heads were zeroed, in words
 (`label`), which head set a control was drawn for (`drawn_for`), and top-1 at the query with its 95% Wilson interval
-on the batch's n sequences (`analysis.uncertainty.binomial_intervals`). The circuit's own controls: matched random
-groups (the circuit's layers and per-layer counts, heads outside it; distinct groups, one per seed from 123 on) and
-random groups of as many heads from any layer outside it; a layer the circuit fills has no head to draw, and the row
-says so instead of ablating nothing.
+on the batch's n sequences (`analysis.uncertainty.binomial_intervals`). The circuit's own controls are
+`measure.ablation.circuit_conditions`' (the rows `circuitdev ablate` prints): matched random groups (the circuit's
+layers and per-layer counts, heads outside it; distinct groups, one per seed from 123 on) and random groups of as
+many heads from any layer outside it; a layer the circuit fills has no head to draw, and the row says so instead of
+ablating nothing.
 """
 
 from __future__ import annotations

@@ -17,13 +17,21 @@ examples:
   circuitdev ablate --panel toy-pythia --over-training      # ... at every probed revision -> a table per panel
   circuitdev ablate --panel toy-olmo --over-training --random-groups 20 --out results/
 
+Without --over-training: the final revision's circuit beside its controls, the rows the model pages show
+(`measure.ablation.circuit_conditions`: no ablation, the circuit, up to G distinct matched random groups -- the
+circuit's layers and per-layer counts, heads outside it; a row saying so where a layer has none -- as many random
+groups from any layer, and the whole layers), all in batched forwards.
+
 --over-training writes OUT/<panel>/ablation_over_training.parquet (one row per revision: top-1 with nothing, the
-final circuit, matched random groups (same layers) and random groups (any layer) ablated, Wilson intervals) and its
-sidecar (.json: the circuit, the groups and their seeds, what each row measured). It resumes after an interruption
+final circuit, matched random groups (same layers) and random groups (any layer) ablated; the circuit's Wilson
+interval, each control's 95% interval over its groups, and excess_drop: the circuit's drop beyond the control's,
+with its interval -- "necessary" when that interval lies above 0) and its sidecar (.json: the circuit, the groups
+and their seeds, which control the excess drop uses, what each row measured). It resumes after an interruption
 and recomputes rows whose record, circuit or configuration changed; `store.load_revision_table` merges it. The
 panel's records must be complete (`circuitdev probe` first). The circuit: heads with induction selectivity >=
 --threshold (default: the records' induction_threshold, the paper's 50x) at the last revision in token order.
-exit status: 0 success, 2 a user error (unknown panel, missing records, model unavailable), 130 interrupted.
+exit status: 0 success (also: no head reaches the threshold, said), 2 a user error (unknown panel, missing
+records, the final checkpoint unavailable, a bad option: checked before any model loads), 130 interrupted.
 """
 
 

@@ -5,6 +5,7 @@ at a time path it replaced, kept here only, as the independent reference (nnsigh
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -240,3 +241,21 @@ def test_ablate_and_null_pr_refuse_bad_options_before_loading(make_tiny_panel, t
         f.unlink()
     assert main(["ablate", *base, "--threshold", "0.001"]) == 2
     assert "step1" in capsys.readouterr().err
+
+
+def test_final_ablation_summary_gives_random_groups_their_interval_over_groups():
+    """The model pages' random-group rows: the mean's interval covers the spread between groups (t over groups, no
+    finite-population factor: the table does not say how many groups exist), not a Wilson interval on the mean."""
+    from circuitdev.book.model_ablation import ablation_summary
+
+    tops = [0.30, 0.50, 0.45]
+    ab = pd.DataFrame({"condition": ["baseline", *["matched_random"] * 3], "label": ["no ablation",
+                       *["matched random set"] * 3], "drawn_for": ["", *["induction circuit"] * 3],
+                       "seed": [None, 123, 124, 125], "n_ablated": [0, 2, 2, 2],
+                       "heads": ["", "L1H1 L1H2", "L1H0 L1H3", "L1H1 L1H3"], "n": 100, "acc_top1": [0.8, *tops],
+                       "acc_top1_lo": 0.0, "acc_top1_hi": 1.0, "loss": 1.0, "note": ""})
+    row = ablation_summary(ab).iloc[1]
+    half = T975[2] * np.std(tops, ddof=1) / np.sqrt(3)
+    mean = np.mean(tops)
+    assert row["top-1 at the query (95% interval)"] == \
+        f"{100 * mean:.1f}% (95% interval {100 * (mean - half):.1f}%–{100 * (mean + half):.1f}%)"

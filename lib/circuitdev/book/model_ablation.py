@@ -181,15 +181,22 @@ def _top1(row) -> str:
 
 def ablation_summary(ab: pd.DataFrame) -> pd.DataFrame:
     """The ablation table for reading: one row per condition, key columns first (what was zeroed, which set a
-    control belongs to, how many heads, top-1 with its 95% interval); random groups as their mean (Wilson interval
-    of the mean on the batch) with the range over the groups and their seeds."""
+    control belongs to, how many heads, top-1 with its 95% interval); random groups as their mean, its interval
+    over the groups (`sources.ablate.control_interval`: the spread between groups, which a Wilson interval on the
+    mean count would hide), with the range over the groups and their seeds."""
     from circuitdev.analysis.uncertainty import binomial_intervals
+    from circuitdev.sources.ablate import control_interval
 
     rows = []
     for (cond, label, drawn_for), g in ab.groupby(["condition", "label", "drawn_for"], sort=False, dropna=False):
         done = g[g["acc_top1"].notna()]
-        mean = binomial_intervals(pd.DataFrame({"acc_top1": [done["acc_top1"].mean()], "n": [g["n"].iloc[0]]}),
+        n = g["n"].iloc[0]
+        mean = binomial_intervals(pd.DataFrame({"acc_top1": [done["acc_top1"].mean()], "n": [n]}),
                                   "acc_top1", "n").iloc[0] if len(done) else None
+        if len(done) > 1:  # the mean of random groups: its interval over the groups
+            lo, hi = control_interval((done["acc_top1"].to_numpy(dtype=float) * n).round(), int(n), None)
+            mean = mean.copy()
+            mean["acc_top1_lo"], mean["acc_top1_hi"] = lo, hi
         if len(g) > 1:
             seeds = g["seed"].dropna().astype(int)
             which = (f"{len(g)} distinct groups (seeds {seeds.min()}–{seeds.max()}); top-1 from "

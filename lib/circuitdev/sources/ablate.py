@@ -188,17 +188,20 @@ def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None 
         force=force, progress=progress, desc=f"ablate {panel.name}")
 
 
-def control_interval(ks: np.ndarray, n: int, possible: int, level: float = 0.95) -> tuple[float, float]:
+def control_interval(ks: np.ndarray, n: int, possible: int | None, level: float = 0.95) -> tuple[float, float]:
     """95% interval of a control's mean top-1 over its G groups (`ks`: each group's correct count of n): a t
     interval over the groups, mean +- t(G-1) s / sqrt(G), with the finite-population factor sqrt(1 - G / possible)
-    (the groups are distinct draws from `possible` ones). Where that spread is not estimable -- every possible
-    group evaluated, or a single group -- the Wilson interval of the mean count on n, the batch's own noise."""
+    (the groups are distinct draws from `possible` ones; None: not known, no factor). Where that spread is not
+    estimable -- every possible group evaluated, or a single group -- the Wilson interval of the mean count on n,
+    the batch's own noise."""
     from circuitdev.measure.behaviour import wilson_interval
 
+    ks = np.asarray(ks, dtype=np.float64)
     g = len(ks)
     mean = float(ks.mean()) / n
-    if 2 <= g < possible:
-        half = t_quantile(0.5 + level / 2, g - 1) * float(ks.std(ddof=1)) / n / np.sqrt(g) * np.sqrt(1 - g / possible)
+    if g >= 2 and (possible is None or g < possible):
+        fpc = 1.0 if possible is None else np.sqrt(1 - g / possible)
+        half = t_quantile(0.5 + level / 2, g - 1) * float(ks.std(ddof=1)) / n / np.sqrt(g) * fpc
         return max(0.0, mean - half), min(1.0, mean + half)
     lo, hi = wilson_interval(float(ks.mean()), n, level=level)
     return float(lo), float(hi)

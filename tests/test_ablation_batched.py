@@ -39,21 +39,27 @@ def one_at_a_time_logits(model, batch, spec, batch_size):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_batched_conditions_equal_one_condition_at_a_time(family):
-    """Every condition of a circuit's ablation, stacked in one batch (chunks crossing conditions), gives the logits
-    of its own forward, bit-identical (asserted: atol 0 on the logits, exact top-1; the loss from them to 1e-5)."""
+    """Every condition of a circuit's ablation, stacked in one batch, the layers below a condition's first ablated
+    layer reused from the unablated forward, gives the logits of its own forward. Tolerance: bit-identical where
+    every forward has as many rows as the reference's (batch_size 8); where chunks straddle conditions and leave a
+    few rows over (batch_size 10), a small chunk can take another BLAS kernel: logits within 1e-6 (measured: <= 7.5e-8),
+    top-1 identical. The loss from the logits, to 1e-5."""
     model = tiny_model(family)
     layout = family_of(model)
     cc = circuit_conditions({1: [0, 2]}, n_layers=layout.n_layers, n_heads=layout.n_heads, n_groups=3)
     specs = [c.spec for c in cc.measured()]
     assert len(specs) == 2 + 1 + 3 + 1  # baseline, circuit, the one matched group that exists, 3 any-layer, upper
-    batched = condition_outcomes(model, BATCH, specs, batch_size=10, logits=True)  # 10: chunks straddle conditions
+    assert {min(s) for s in specs if s} == {0, 1}  # conditions that reuse layer 0 and conditions that do not
     target = torch.as_tensor(BATCH.target)
-    for spec, ours, outcome in zip(specs, batched, condition_outcomes(model, BATCH, specs, batch_size=10)):
-        ref = one_at_a_time_logits(model, BATCH, spec, batch_size=8)
+    refs = [one_at_a_time_logits(model, BATCH, spec, batch_size=8) for spec in specs]
+    for ours, ref in zip(condition_outcomes(model, BATCH, specs, batch_size=8, logits=True), refs):
         torch.testing.assert_close(ours, ref, rtol=0, atol=0)
+    straddling = condition_outcomes(model, BATCH, specs, batch_size=10, logits=True)
+    for ours, ref, outcome in zip(straddling, refs, condition_outcomes(model, BATCH, specs, batch_size=10)):
+        torch.testing.assert_close(ours, ref, rtol=0, atol=1e-6)
         assert torch.equal(outcome.correct, ref.argmax(-1) == target)
         torch.testing.assert_close(outcome.loss, F.cross_entropy(ref, target, reduction="none"), rtol=0, atol=1e-5)
-    assert not torch.equal(batched[0], batched[1])  # the circuit's condition did ablate something
+    assert not torch.equal(straddling[0], straddling[1])  # the circuit's condition did ablate something
 
 
 def test_circuit_conditions_are_the_one_set_of_controls():

@@ -82,12 +82,17 @@ def condition_outcomes(
     batch_size: int = 8,
     logits: bool = False,
 ) -> list[QueryOutcomes] | list[torch.Tensor]:
-    """Every head set of `specs` ablated on the whole batch, all conditions in the same batched forwards: the batch is
-    stacked over the conditions (condition-major) and cut in chunks of `batch_size` rows, and a per-row head mask
-    replaces each ablated head's slice of W_O's input (0, or its mean for mode "mean") through a forward pre-hook.
-    Rows whose condition leaves a layer alone pass through `torch.where` unchanged, so `{}` is a plain forward. Only
-    the query's logits are computed (`logits_to_keep`, the query being the last position). Returns one
-    QueryOutcomes per spec, or with `logits=True` the (N, V) fp32 logits at the query per spec."""
+    """Every head set of `specs` ablated on the whole batch, all conditions in the same batched forwards.
+
+    Per block of `batch_size` sequences: one unablated forward (the `{}` condition's logits, and the input of every
+    layer a condition first ablates at, kept); then the conditions stacked (condition-major) in chunks of
+    `batch_size` rows, those that first ablate at the same layer together. A per-row head mask replaces each
+    ablated head's slice of W_O's input (0, or its mean for mode "mean") through a forward pre-hook -- rows whose
+    condition leaves a layer alone pass through `torch.where` unchanged -- and the layers below a chunk's first
+    ablated layer are not run again: they return the kept input of that layer. Only the query's logits are computed
+    (`logits_to_keep`, the query being the last position). Equal, bit for bit on CPU, to one condition at a time
+    (tests/test_ablation_batched.py). Returns one QueryOutcomes per spec, or with `logits=True` the (N, V) fp32
+    logits at the query per spec."""
     layout = layout or family_of(model)
     specs = [check_spec(s or {}, layout) for s in specs]
     if mode not in ("zero", "mean"):
@@ -104,8 +109,8 @@ def condition_outcomes(
     for c, spec in enumerate(specs):
         for layer, heads in spec.items():
             keep[c, layer, heads] = False
-    touched = [layer for layer in range(L) if not bool(keep[:, layer].all())]
-    target = torch.as_tensor(np.asarray(batch.target), dtype=torch.long)
+    first = [min(spec) if spec else L for spec in specs]  # the first layer a condition changes (L: none)
+    shared = sorted({f for f in first if 0 < f < L})  # layers whose unablated input the conditions reuse
     row_keep: list[torch.Tensor] = []  # the chunk's (B, L, H) mask, read by the hooks
 
     def hook_for(layer: int):
@@ -121,28 +126,76 @@ def condition_outcomes(
 
         return pre_hook
 
+    stack = model.get_submodule(layout.layer_path(0).rsplit(".", 1)[0])  # the decoder layers' ModuleList
+    originals = list(stack)
+    touched = [layer for layer in range(L) if not bool(keep[:, layer].all())]
     handles = [model.get_submodule(layout.out_proj_path(layer)).register_forward_pre_hook(hook_for(layer))
                for layer in touched]
     q = batch.query
     keep_last = q == T - 1  # the usual case: only the last position's logits are computed
+
+    def query_logits_of(rows_ids: torch.Tensor) -> torch.Tensor:
+        output = model(input_ids=rows_ids, logits_to_keep=1 if keep_last else 0)
+        return output.logits[:, -1 if keep_last else q].float().cpu()  # (B, V)
+
     out: list[list[torch.Tensor]] = [[] for _ in specs]
     try:
         with torch.no_grad():
-            for sl in chunks(len(specs) * n, batch_size):
-                rows = torch.arange(sl.start, sl.stop)
-                cond, seq = rows // n, rows % n
-                row_keep[:] = [keep[cond]]
-                output = model(input_ids=ids[seq.to(dev)], logits_to_keep=1 if keep_last else 0)
-                lq = output.logits[:, -1 if keep_last else q].float().cpu()  # (B, V)
-                for c in cond.unique().tolist():
-                    out[c].append(lq[cond == c])
+            for block in chunks(n, batch_size):
+                seqs = torch.arange(block.start, block.stop)
+                kept: dict[int, torch.Tensor] = {}
+                todo = list(range(len(specs)))
+                if shared or L in first:  # the unablated forward: the `{}` rows and the shared layers' inputs
+                    saves = [originals[f - 1].register_forward_hook(
+                        lambda mod, args, output, f=f: kept.__setitem__(f, output.clone())) for f in shared]
+                    row_keep[:] = [torch.ones(len(seqs), L, H, dtype=torch.bool)]
+                    try:
+                        plain = query_logits_of(ids[seqs.to(dev)])
+                    finally:
+                        for h in saves:
+                            h.remove()
+                    for c in [c for c in todo if first[c] == L]:
+                        out[c].append(plain)
+                    todo = [c for c in todo if first[c] != L]
+                for f in sorted({first[c] for c in todo}):
+                    conds = torch.tensor([c for c in todo if first[c] == f])
+                    for sl in chunks(len(conds) * len(seqs), batch_size):
+                        rows = torch.arange(sl.start, sl.stop)
+                        cond, local = conds[rows // len(seqs)], rows % len(seqs)
+                        row_keep[:] = [keep[cond]]
+                        if f in kept:  # the layers below f give the kept input of layer f
+                            for layer in range(f):
+                                stack[layer] = _Reuse(kept[f][local.to(dev)] if layer == f - 1 else None)
+                        try:
+                            lq = query_logits_of(ids[seqs[local].to(dev)])
+                        finally:
+                            for layer in range(f):
+                                stack[layer] = originals[layer]
+                        for c in cond.unique().tolist():
+                            out[c].append(lq[cond == c])
     finally:
         for h in handles:
             h.remove()
+        for layer, module in enumerate(originals):
+            stack[layer] = module
     per_spec = [torch.cat(parts) for parts in out]
     if logits:
         return per_spec
+    target = torch.as_tensor(np.asarray(batch.target), dtype=torch.long)
     return [_outcomes(lq, target) for lq in per_spec]
+
+
+class _Reuse(torch.nn.Module):
+    """Stands in for a decoder layer below a chunk's first ablated layer: returns the kept output of the unablated
+    forward (the layer just below the ablated one), or its input unchanged (the layers under that, whose result it
+    overrides) -- so those layers are computed once per block of sequences, not once per condition."""
+
+    def __init__(self, value: torch.Tensor | None):
+        super().__init__()
+        self.value = value
+
+    def forward(self, hidden_states, *args, **kwargs):
+        return hidden_states if self.value is None else self.value
 
 
 def _outcomes(logits: torch.Tensor, target: torch.Tensor) -> QueryOutcomes:

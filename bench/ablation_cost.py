@@ -84,6 +84,11 @@ def main() -> None:
     print(f"{'job':8s} {'wall s':>8s} {'CPU s':>8s} {'x probe (CPU)':>14s} {'x probe (wall)':>15s}")
     for name, (wall, cpu) in jobs.items():
         print(f"{name:8s} {wall:8.2f} {cpu:8.2f} {cpu / jobs['probe'][1]:14.2f} {wall / jobs['probe'][0]:15.2f}")
+    conditions = 2 + len(run.sidecar.get("random_groups", [])) + len(run.sidecar.get("random_any_groups", []))
+    forwards = conditions * args.revisions
+    print(f"ablate: {conditions} conditions x {args.revisions} revisions of N=500 -> "
+          f"{jobs['ablate'][1] / forwards:.3f} CPU s per condition (= {jobs['ablate'][1] / forwards / (jobs['probe'][1] / args.revisions):.2f} "
+          "probes of a revision); the toy panels' circuits (3-4 heads filling most of layer 1) have ~13 conditions")
     print("targets: ablate <= 2.00x probe, null_pr <= 0.50x probe")
 
 

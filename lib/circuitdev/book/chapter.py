@@ -19,11 +19,18 @@ Glue keys are `<prefix>-<key>`, prefix = the page name up to its first "_" ("f2"
 `<tier>-<panel>-<column>` with the tiers shortened to pub / toy / measured, the published models to pythia / olmo /
 olmoe, and "_" in column names written "-"; the published models always get their keys ("n/a ..." when absent), so
 the prose never breaks.
+
+A page is built with any subset of the tiers (issue 33): when its last code cell has run, every glue key and figure
+label its prose (or a book chapter quoting it) references that names an absent tier (`pub`, `toy`, `measured` as a
+part of the key) and that no cell produced is glued with "not in this build" wording, or drawn as a placeholder
+figure saying so (`Chapter.finish`), so no page needs its own guard. A reference to a present tier, or a misspelt
+key, is left alone: the book build still fails on it.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -55,6 +62,7 @@ class Chapter:
     folders: BuildFolders
     tiers: Tiers = field(default_factory=lambda: Tiers({}))
     glued: dict[str, str] = field(default_factory=dict)  # every text glued so far, by full key
+    figures: set[str] = field(default_factory=set)  # every figure label shown so far
 
     # ------------------------------------------------------------------------------------------------ data
     def apply(self, fn: Callable[..., pd.DataFrame], *args, **kwargs) -> pd.DataFrame:
@@ -173,6 +181,7 @@ class Chapter:
     def figure(self, fig, *, name: str, caption: str, provenance: str | None = None,
                tiers: Sequence[str] | None = None, extra: Sequence[str] = (), width: str = "100%") -> None:
         """A numbered figure ({numref}`name`) with its caption and the provenance line of the tiers it draws."""
+        self.figures.add(name.lower().replace("_", "-"))
         display.show_figure(fig, name=name, caption=caption, width=width,
                             provenance=provenance or self.tiers.provenance(tiers=tiers, extra=extra))
 
@@ -266,6 +275,115 @@ class Chapter:
         self.table(out, caption=f"{finding} claims: the paper's value and the value in the authors' files.")
 
 
+    # ------------------------------------------------------------------------------------------------ tiers absent
+    def absent_tiers(self) -> list[str]:
+        """The tiers this page cannot show in this build: requested but without data, or not requested at all."""
+        return [t for t in TIERS if t not in self.tiers.tiers or not self.tiers.tiers[t].present]
+
+    def finish(self, references: "PageReferences") -> None:
+        """Glue "not in this build" for each referenced glue key of an absent tier that no cell glued, and draw a
+        placeholder figure for each referenced figure label of an absent tier that no cell drew (issue 33). Run by
+        the hook `chapter` installs after the page's last code cell; idempotent."""
+        absent = self.absent_tiers()
+        for key in sorted(references.glue_keys - set(self.glued)):
+            tier = tier_named_in(key, absent)
+            if tier is not None:
+                self.glued[key] = text = not_in_build(tier)
+                display.glue_text(key, text)
+        for label in sorted(references.figure_labels - self.figures):
+            tier = tier_named_in(label, absent)
+            if tier is not None:
+                self.figure(_placeholder_figure(tier), name=label, caption=f"Not in this build: {not_in_build(tier)}.",
+                            provenance=f"Source: no data · code {_code_commit()}")
+
+
+NOT_IN_BUILD = "not in this build (no {label} data: the note at the top of the page says how to add it)"
+_TIER_PARTS = {"published": ("pub", "published"), "toy": ("toy",), "measured": ("measured",)}
+_GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`(?:(?:[^`:]*?)(?P<page>[\w.-]+)\.ipynb::)?(?P<key>[^`:]+)(?::[^`]*)?`")
+_NUMREF_ROLE = re.compile(r"\{numref\}`(?:[^`<]*<)?(?P<label>[^`>]+)>?`")
+
+
+def not_in_build(tier: str) -> str:
+    """The words a glue key or figure of an absent tier reads in this build."""
+    return NOT_IN_BUILD.format(label=TIER_LABELS[tier])
+
+
+def tier_named_in(key: str, tiers: Sequence[str]) -> str | None:
+    """The first of `tiers` that `key` names as one of its hyphen-separated parts ("f1-pub-all-where" -> published;
+    "fig-rob-map-published" -> published), else None."""
+    parts = set(key.lower().split("-"))
+    return next((t for t in tiers if parts & set(_TIER_PARTS[t])), None)
+
+
+@dataclass(frozen=True)
+class PageReferences:
+    """What a page's prose references: glue keys (its own markdown cells and book chapters quoting the page),
+    figure labels ({numref}), and the source of its last code cell (when the hook runs)."""
+
+    glue_keys: set[str]
+    figure_labels: set[str]
+    last_code: str | None
+
+
+def page_references(name: str, *, source: Any = None, book_dir: Any = None) -> PageReferences:
+    """Read the references of page `name` from its jupytext source (default notebooks/<name>.py) and the book's
+    chapters (default book/*.md: `{glue:text}`_generated/<name>.ipynb::key``)."""
+    from pathlib import Path
+
+    import jupytext
+
+    source = Path(source) if source is not None else NOTEBOOKS_DIR / f"{name}.py"
+    book_dir = Path(book_dir) if book_dir is not None else REPO_ROOT / "book"
+    keys, labels, last = set(), set(), None
+    if source.is_file():
+        for cell in jupytext.read(source).cells:
+            if cell.cell_type == "markdown":
+                keys |= {m["key"] for m in _GLUE_ROLE.finditer(cell.source) if not m["page"]}
+                labels |= {m["label"].strip() for m in _NUMREF_ROLE.finditer(cell.source)}
+            elif cell.cell_type == "code" and cell.source.strip():
+                last = cell.source.strip()
+    for md in sorted(book_dir.glob("*.md")) if book_dir.is_dir() else []:
+        keys |= {m["key"] for m in _GLUE_ROLE.finditer(md.read_text(encoding="utf-8")) if m["page"] == name}
+    return PageReferences(keys, labels, last)
+
+
+def _finish_after_last_cell(ch: Chapter) -> None:
+    """Run `ch.finish` once the kernel has run the page's last code cell (an IPython post_run_cell hook); nothing
+    outside a kernel or when the page's source cannot be found."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the kernel
+        return
+    shell = get_ipython()
+    references = page_references(ch.name)
+    if shell is None or references.last_code is None:
+        return
+
+    def hook(result) -> None:
+        if (getattr(result.info, "raw_cell", None) or "").strip() == references.last_code:
+            shell.events.unregister("post_run_cell", hook)
+            if result.error_in_exec is None:
+                ch.finish(references)
+
+    shell.events.register("post_run_cell", hook)
+
+
+def _placeholder_figure(tier: str):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 1.0))
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"Not in this build: no {TIER_LABELS[tier]} data", ha="center", va="center", fontsize=11,
+            color="#555555")
+    return fig
+
+
+def _code_commit() -> str:
+    from circuitdev.book.provenance import code_commit
+
+    return code_commit()
+
+
 def value_of(frame: pd.DataFrame, column: str, **where: Any) -> Any:
     """The value of `column` in the first row matching every `where` (column=value); None when none matches."""
     rows = frame
@@ -286,6 +404,7 @@ def chapter(name: str, namespace: dict[str, Any], *, tiers: Sequence[str] | None
     _parameters_block(ch)
     for key, field_name in _PAPER_THRESHOLDS.items():
         ch.glue(f"paper-{key}", getattr(ch.paper, field_name), "{:g}×")
+    _finish_after_last_cell(ch)
     sources = tiers if tiers is not None else own.get("sources", ())
     if sources:
         ch.tiers = load_tiers(list(sources), published_dir=ch.folders.published_dir,
@@ -330,4 +449,5 @@ def _parameters_block(ch: Chapter) -> None:
                                 f"<pre>{html.escape(command)}</pre></details>")
 
 
-__all__ = ["Chapter", "chapter", "rerun_command", "value_of", "TIERS"]
+__all__ = ["Chapter", "chapter", "rerun_command", "value_of", "TIERS", "PageReferences", "page_references",
+           "not_in_build", "tier_named_in"]

@@ -92,10 +92,11 @@ class Tiers:
 
         frames = [fn(table(t), *args, **kwargs, **extra(t)).assign(tier=t.name)
                   for t in self.present if tiers is None or t.name in tiers]
-        frames = [f for f in frames if len(f)]
-        if not frames:
-            return pd.DataFrame(columns=["tier"])
-        out = pd.concat(frames, ignore_index=True)
+        kept = [f for f in frames if len(f)]
+        if not kept:  # keep the function's columns: a page selecting them must not fail on a tier without rows
+            columns = dict.fromkeys(c for f in frames for c in f.columns if c != "tier")
+            return pd.DataFrame(columns=["tier", *columns])
+        out = pd.concat(kept, ignore_index=True)
         return out[["tier", *[c for c in out.columns if c != "tier"]]]
 
     def provenance(self, *, tiers: Sequence[str] | None = None, panels: Sequence[str] | None = None,

@@ -8,6 +8,7 @@ evaluation batch and positions, which keeps the residual stream's scale.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
 from typing import Literal
@@ -102,87 +103,106 @@ def condition_outcomes(
     if mode == "mean" and any(specs) and means is None:
         means = head_means(model, batch, layout=layout, batch_size=batch_size)
     ids = as_token_tensor(batch.tokens, model)
-    n, T = ids.shape
-    L, H, dh = layout.n_layers, layout.n_heads, layout.head_dim
-    dev = ids.device
-    keep = torch.ones(len(specs), L, H, dtype=torch.bool)  # (C, L, H): False where the condition ablates the head
+    L, dev = layout.n_layers, ids.device
+    keep = torch.ones(len(specs), L, layout.n_heads, dtype=torch.bool)  # (C, L, H): False where a head is ablated
     for c, spec in enumerate(specs):
         for layer, heads in spec.items():
             keep[c, layer, heads] = False
     first = [min(spec) if spec else L for spec in specs]  # the first layer a condition changes (L: none)
     shared = sorted({f for f in first if 0 < f < L})  # layers whose unablated input the conditions reuse
-    row_keep: list[torch.Tensor] = []  # the chunk's (B, L, H) mask, read by the hooks
+    keep_last = batch.query == ids.shape[1] - 1  # the usual case: only the last position's logits are computed
 
-    def hook_for(layer: int):
-        fill = None if mode == "zero" else means[layer].to(dev).reshape(1, 1, H, dh)
-
-        def pre_hook(module, args):
-            z = args[0]  # (B, T, H * d_head)
-            b = z.shape[0]
-            m = row_keep[0][:, layer].to(dev).reshape(b, 1, H, 1)
-            z4 = z.reshape(b, z.shape[1], H, dh)
-            other = torch.zeros((), dtype=z.dtype, device=dev) if fill is None else fill.to(z.dtype)
-            return (torch.where(m, z4, other).reshape(z.shape), *args[1:])
-
-        return pre_hook
-
-    stack = model.get_submodule(layout.layer_path(0).rsplit(".", 1)[0])  # the decoder layers' ModuleList
-    originals = list(stack)
-    touched = [layer for layer in range(L) if not bool(keep[:, layer].all())]
-    handles = [model.get_submodule(layout.out_proj_path(layer)).register_forward_pre_hook(hook_for(layer))
-               for layer in touched]
-    q = batch.query
-    keep_last = q == T - 1  # the usual case: only the last position's logits are computed
-
-    def query_logits_of(rows_ids: torch.Tensor) -> torch.Tensor:
+    def query_logits_of(rows_ids: torch.Tensor) -> torch.Tensor:  # (B, V) fp32
         output = model(input_ids=rows_ids, logits_to_keep=1 if keep_last else 0)
-        return output.logits[:, -1 if keep_last else q].float().cpu()  # (B, V)
+        return output.logits[:, -1 if keep_last else batch.query].float().cpu()
 
     out: list[list[torch.Tensor]] = [[] for _ in specs]
-    try:
-        with torch.no_grad():
-            for block in chunks(n, batch_size):
-                seqs = torch.arange(block.start, block.stop)
-                kept: dict[int, torch.Tensor] = {}
-                todo = list(range(len(specs)))
-                if shared or L in first:  # the unablated forward: the `{}` rows and the shared layers' inputs
-                    saves = [originals[f - 1].register_forward_hook(
-                        lambda mod, args, output, f=f: kept.__setitem__(f, output.clone())) for f in shared]
-                    row_keep[:] = [torch.ones(len(seqs), L, H, dtype=torch.bool)]
-                    try:
-                        plain = query_logits_of(ids[seqs.to(dev)])
-                    finally:
-                        for h in saves:
-                            h.remove()
-                    for c in [c for c in todo if first[c] == L]:
-                        out[c].append(plain)
-                    todo = [c for c in todo if first[c] != L]
-                for f in sorted({first[c] for c in todo}):
-                    conds = torch.tensor([c for c in todo if first[c] == f])
-                    for sl in chunks(len(conds) * len(seqs), batch_size):
-                        rows = torch.arange(sl.start, sl.stop)
-                        cond, local = conds[rows // len(seqs)], rows % len(seqs)
-                        row_keep[:] = [keep[cond]]
-                        if f in kept:  # the layers below f give the kept input of layer f
-                            for layer in range(f):
-                                stack[layer] = _Reuse(kept[f][local.to(dev)] if layer == f - 1 else None)
-                        try:
-                            lq = query_logits_of(ids[seqs[local].to(dev)])
-                        finally:
-                            for layer in range(f):
-                                stack[layer] = originals[layer]
-                        for c in cond.unique().tolist():
-                            out[c].append(lq[cond == c])
-    finally:
-        for h in handles:
-            h.remove()
-        for layer, module in enumerate(originals):
-            stack[layer] = module
+    with _HeadMask(model, layout, keep, mode, means) as mask, torch.no_grad():
+        for block in chunks(ids.shape[0], batch_size):
+            seqs = torch.arange(block.start, block.stop)
+            todo, kept = list(range(len(specs))), {}
+            if shared or L in first:  # the unablated forward: the `{}` rows and the shared layers' inputs
+                mask.rows = keep[:0].new_ones(len(seqs), L, layout.n_heads)
+                with mask.keeping(shared, kept):
+                    plain = query_logits_of(ids[seqs.to(dev)])
+                for c in [c for c in todo if first[c] == L]:
+                    out[c].append(plain)
+                todo = [c for c in todo if first[c] != L]
+            for f in sorted({first[c] for c in todo}):
+                conds = torch.tensor([c for c in todo if first[c] == f])
+                for sl in chunks(len(conds) * len(seqs), batch_size):
+                    rows = torch.arange(sl.start, sl.stop)
+                    cond, local = conds[rows // len(seqs)], rows % len(seqs)
+                    mask.rows = keep[cond]
+                    with mask.reusing(f, kept[f][local.to(dev)] if f in kept else None):
+                        lq = query_logits_of(ids[seqs[local].to(dev)])
+                    for c in cond.unique().tolist():
+                        out[c].append(lq[cond == c])
     per_spec = [torch.cat(parts) for parts in out]
     if logits:
         return per_spec
     target = torch.as_tensor(np.asarray(batch.target), dtype=torch.long)
     return [_outcomes(lq, target) for lq in per_spec]
+
+
+class _HeadMask:
+    """`condition_outcomes`' hooks: a forward pre-hook on W_O of every layer some condition ablates, writing 0 (or
+    the head's mean) where the current rows' mask (`rows`, (B, L, H) bool) is False; `keeping` keeps the output of
+    chosen layers of a forward, `reusing` stands `_Reuse` in for the layers below a first ablated layer."""
+
+    def __init__(self, model, layout: Layout, keep: torch.Tensor, mode: str, means: torch.Tensor | None):
+        self.model, self.layout, self.keep, self.mode, self.means = model, layout, keep, mode, means
+        self.rows: torch.Tensor | None = None
+        self.stack = model.get_submodule(layout.layer_path(0).rsplit(".", 1)[0])  # the decoder layers' ModuleList
+        self.originals = list(self.stack)
+
+    def _pre_hook(self, layer: int):
+        H, dh = self.layout.n_heads, self.layout.head_dim
+        fill = None if self.mode == "zero" else self.means[layer].reshape(1, 1, H, dh)
+
+        def pre_hook(module, args):
+            z = args[0]  # (B, T, H * d_head)
+            b = z.shape[0]
+            m = self.rows[:, layer].to(z.device).reshape(b, 1, H, 1)
+            other = torch.zeros((), dtype=z.dtype, device=z.device) if fill is None else fill.to(z)
+            return (torch.where(m, z.reshape(b, z.shape[1], H, dh), other).reshape(z.shape), *args[1:])
+
+        return pre_hook
+
+    def __enter__(self) -> "_HeadMask":
+        touched = [layer for layer in range(self.layout.n_layers) if not bool(self.keep[:, layer].all())]
+        self.handles = [self.model.get_submodule(self.layout.out_proj_path(layer)).register_forward_pre_hook(
+            self._pre_hook(layer)) for layer in touched]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self.handles:
+            h.remove()
+        for layer, module in enumerate(self.originals):
+            self.stack[layer] = module
+
+    @contextmanager
+    def keeping(self, layers: list[int], kept: dict[int, torch.Tensor]):
+        """kept[f] = the output of layer f - 1 (the input of layer f) in the forward run inside the block."""
+        saves = [self.originals[f - 1].register_forward_hook(
+            lambda mod, args, output, f=f: kept.__setitem__(f, output.clone())) for f in layers]
+        try:
+            yield
+        finally:
+            for h in saves:
+                h.remove()
+
+    @contextmanager
+    def reusing(self, first: int, value: torch.Tensor | None):
+        """Layers 0 .. first - 1 replaced by `_Reuse(value)` (no-op when value is None) for the forward inside."""
+        if value is not None:
+            for layer in range(first):
+                self.stack[layer] = _Reuse(value if layer == first - 1 else None)
+        try:
+            yield
+        finally:
+            for layer in range(first):
+                self.stack[layer] = self.originals[layer]
 
 
 class _Reuse(torch.nn.Module):

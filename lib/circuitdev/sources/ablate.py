@@ -229,12 +229,12 @@ def t_quantile(p: float, df: int) -> float:
 def excess_interval(control: float, control_lo: float, control_hi: float, circuit: float, circuit_lo: float,
                     circuit_hi: float) -> tuple[float, float, float]:
     """(excess_drop, lo, hi): control top-1 minus the circuit's ablated top-1 (= the circuit's drop minus the
-    control's), its interval combining the control's (over groups) and the circuit's (Wilson) by Newcombe's rule
-    (`analysis.uncertainty.difference_interval`)."""
-    from circuitdev.analysis.uncertainty import difference_interval
-
-    lo, hi = difference_interval(control, control_lo, control_hi, circuit, circuit_lo, circuit_hi)
-    return control - circuit, float(lo), float(hi)
+    control's), its interval combining the control's (over groups) and the circuit's (Wilson) by Newcombe's hybrid
+    rule, as `analysis.uncertainty.difference_interval` (a later stage, so written out here):
+        lo = d - sqrt((control - control_lo)^2 + (circuit_hi - circuit)^2), hi likewise with the other ends."""
+    d = control - circuit
+    return (d, float(d - np.hypot(control - control_lo, circuit_hi - circuit)),
+            float(d + np.hypot(control_hi - control, circuit - circuit_lo)))
 
 
 def _evaluate_revision(panel: Panel, revision: str, batch, cfg: ProbeConfig, spec, controls: dict,

@@ -3,6 +3,10 @@
 A head set is a spec `{layer: [heads]}`. Zero ablation (the paper's only mode) sets the head's slice of the output
 projection's input to 0 at every position; mean ablation (a variant) sets it to the head's mean output over the
 evaluation batch and positions, which keeps the residual stream's scale.
+
+`circuit_conditions` is the one place a circuit's control groups are drawn (no ablation, the circuit, matched random
+groups, any-layer groups, whole layers): `circuitdev ablate`, the model pages and the ablation over training all
+take their rows from it. `condition_outcomes` scores any number of head sets in the same batched forwards.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, Sequence
+from typing import Callable, Literal
 
 import pandas as pd
 

@@ -87,7 +87,9 @@ def run(args) -> int:
         print(f"circuit at {meta['final_revision']} (induction >= {meta['threshold']:g}x): "
               f"{' '.join(meta['circuit']) or 'none'}")
         if meta.get("excess_control"):
-            print(f"excess drop: the circuit's top-1 drop minus the {meta['excess_control']} groups' mean drop")
+            which = {"random": "matched random (same layers)", "random_any": "any-layer random"}[meta["excess_control"]]
+            print(f"excess_drop: the circuit's top-1 drop minus the {which} groups' mean drop; necessary where its "
+                  "95% interval (excess_drop_lo .. _hi) lies above 0")
         cols = ["revision", "baseline_top1", "ablated_top1", "top1_drop", "random_top1", "random_any_top1",
                 "excess_drop", "excess_drop_lo", "excess_drop_hi"]
         with pd.option_context("display.width", 200, "display.max_rows", 500):

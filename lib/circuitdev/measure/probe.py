@@ -182,7 +182,8 @@ def null_prs(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: in
              first_token: int | None = None) -> np.ndarray:
     """(D, L, H): `null_pr` for each seed of `seeds` (one random batch per seed), all draws through the same
     forwards: the batches stacked, chunks of config.batch_size rows, W_O's input at the last position read by a
-    forward pre-hook, no logits computed (`sources.null_pr` calls it at every revision)."""
+    forward pre-hook, the forward stopped there (the last MLP and the logits are not computed; `sources.null_pr`
+    calls it at every revision)."""
     config = config or ProbeConfig()
     layout = family_of(model)
     vocab = model.get_input_embeddings().num_embeddings
@@ -199,6 +200,8 @@ def null_prs(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: in
     def hook_for(layer: int):
         def pre_hook(module, args):
             z[layer].append(args[0][:, q].float().reshape(args[0].shape[0], H, dh).cpu())
+            if layer == layout.n_layers - 1:
+                raise _Done  # nothing after the last W_O input is needed: its MLP and the logits are skipped
         return pre_hook
 
     handles = [model.get_submodule(layout.out_proj_path(layer)).register_forward_pre_hook(hook_for(layer))
@@ -206,13 +209,20 @@ def null_prs(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: in
     try:
         with torch.no_grad():
             for sl in chunks(ids.shape[0], config.batch_size):
-                model(input_ids=ids[sl], logits_to_keep=1)  # the logits are not needed: only the last one is made
+                try:
+                    model(input_ids=ids[sl])
+                except _Done:
+                    pass
     finally:
         for h in handles:
             h.remove()
     heads = torch.stack([torch.cat(parts) for parts in z], dim=1)  # (D * n, L, H, dh)
     per_draw = heads.reshape(len(seeds), n, *heads.shape[1:])  # (D, n, L, H, dh)
     return np.stack([participation_ratios(d.permute(1, 2, 0, 3)) for d in per_draw])
+
+
+class _Done(Exception):
+    """Raised by `null_prs`' last hook to end a forward once everything it reads is read."""
 
 
 def layout_of(model: torch.nn.Module) -> Layout:

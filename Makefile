@@ -27,7 +27,7 @@ TORCH_INDEX ?=
 # Expanded only when the venv recipe runs (never when .venv is up to date), so only a fresh install probes.
 TORCH_PIP_ARGS = $(shell TORCH_INDEX='$(TORCH_INDEX)' $(PYTHON) tools/torch_index.py torch==$(TORCH_VERSION))
 
-.PHONY: book test bench venv lab clean-book clean
+.PHONY: book pdf test bench venv lab clean-book clean
 
 venv: $(STAMP)
 
@@ -43,6 +43,12 @@ test: $(STAMP)
 
 book: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config/pipeline.yaml $(if $(BOOK_CONFIG),--config $(BOOK_CONFIG)) $(SMK_ARGS)
+
+# The print edition: the paper part of the built book (intro, method, findings, audit, references) as one PDF,
+# printed from the HTML pages by headless Chromium, offline (Debian: apt-get install -y chromium; README, "The PDF
+# edition"). -> _build/pdf/circuitdev.pdf (and the page it printed, circuitdev.html)
+pdf: book
+	$(BIN)/python -m circuitdev.book.pdf _build/html -o _build/pdf/circuitdev.pdf
 
 # The workshop: JupyterLab on notebooks/workshop, the .py sessions opening as notebooks (jupytext). Installs the
 # `workshop` extra (JupyterLab + jupytext) first when it is missing; that needs the network once

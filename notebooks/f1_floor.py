@@ -113,7 +113,7 @@ ch.figure(plots.floor_margin(margin, threshold=bos_threshold, floor_layers=floor
 #
 # In the toy panel: {glue:text}`f1-toy-verdicts`. On its default grid alone — the revisions of its panel file,
 # without the {glue:text}`f1-toy-pythia-refined` that refinement added around its sink onset and its induction
-# transition ({doc}`refinement`) — `toy-pythia` reads **{glue:text}`f1-toy-pythia-grid`**. Where the two differ, a
+# transition ({doc}`refinement`) — `toy-pythia` reads {glue:text}`f1-toy-pythia-grid`. Where the two differ, a
 # floor head crossed the bar only between two revisions of the default grid: a coarse grid can miss a short-lived
 # sink head as easily as a noisy one.
 #

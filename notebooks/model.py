@@ -21,7 +21,8 @@
 # %% tags=["remove-cell"]
 import pandas as pd
 
-from circuitdev.analysis import findings, pr_lead
+from circuitdev.analysis import findings
+from circuitdev.analysis.findings import f5_pr_lead as pr_lead
 from circuitdev.book import (TIER_LABELS, AblationMode, ModelPage, ModelSource, Rule, chapter, fmt_pct, fmt_tokens_b,
                              plots)
 from circuitdev.book import model_ablation as abl
@@ -73,7 +74,7 @@ ch.glue("screen", page.screen_settings() if tier.present else None, absent="(no 
 # %% [markdown]
 # ## The panel
 #
-# Source of this page: **{glue:text}`model-tier`**. {glue:text}`model-summary` {glue:text}`model-screen`
+# Source of this page: {glue:text}`model-tier`. {glue:text}`model-summary` {glue:text}`model-screen`
 
 # %% tags=["remove-input"]
 if tier.present:
@@ -122,7 +123,7 @@ ch.glue("circuits", f"At {bos['revision']}, the final revision, the induction ci
                     f"head{'s' * (len(ind) != 1)} ({' '.join(ind['name']) or 'none'}) and the previous-token circuit "
                     f"{len(prev)} head{'s' * (len(prev) != 1)}; {fmt_pct(bos['bos_fraction'])} of all heads are "
                     f"first-token (sink) heads at ≥ {class_threshold:g}×." if tier.present else None,
-        absent="Without data there are no circuit heads to list (see the note at the top of the page).")
+        absent="Without data there are no circuit heads to list (see the line at the top of the page).")
 if tier.present:
     ch.table(pd.concat([ind.assign(circuit=f"induction ≥{induction_threshold:g}×"),
                         prev.assign(circuit=f"previous-token ≥{prev_token_threshold:g}× (best class)")])[
@@ -138,7 +139,7 @@ if tier.present:
 # (bottom) on one token axis; the dashed line is the revision at which the head first reaches
 # {glue:text}`model-ind-threshold`.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 traj = pr_lead.head_trajectories(dev, threshold=induction_threshold).assign(tier=tier.name) if tier.present else None
 if traj is not None and not traj.empty and traj["pr"].notna().any():
     ch.figure(plots.pr_selectivity(traj, threshold=induction_threshold), name=f"fig-model-{name}-pr",

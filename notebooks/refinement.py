@@ -68,9 +68,9 @@ for m, w in zip(metrics, windows):
                                        window=(w["grid_from_tokens_b"], w["grid_to_tokens_b"]),
                                        refined_window=(w["refined_from_tokens_b"], w["refined_to_tokens_b"])),
               name=f"fig-refinement-{m.replace('_', '-')}", tiers=[view.tier],
-              caption=f"{what[:1].upper()}{what[1:]} of {panel} at every probed revision; red "
-                      "diamonds: added "
-                      "by refinement; band: 95% bootstrap interval; dashed: the default grid.")
+              caption=f"{what[:1].upper()}{what[1:]} of {panel} at every probed revision; red diamonds: added by "
+                      "refinement; " + ("a yes / no milestone, drawn as steps" if vals["value"].dropna().isin([0, 1]).all()
+                                        else "band: 95% bootstrap interval") + "; dashed: the default grid.")
 
 # %% [markdown]
 # ## How much narrower

@@ -50,41 +50,42 @@ for claim in chosen:
 # ## The map
 #
 # {numref}`fig-rob-map-published` shows every claim of the authors' files at every bar, under the paper's rule: one
-# row per claim, model and moving bar. Dark green: the paper's statement holds; dark red: it fails; the light shades
-# mark bars where the value is a bound. The outlined cell is the paper's own bar. The toy and measured tiers follow
+# block per claim, in it one row per model, item and moving bar. Blue: the paper's statement holds; vermillion: it
+# fails; their light shades mark bars where the value is only a bound; grey: the claim has no value to test there
+# (no rise to share, no lead measured). The outlined cell is the paper's own bar. The toy and measured tiers follow
 # where the claims apply to them (the milestone and recall entries quote the published models' revisions and apply
 # only to those models).
 
 # %% tags=["remove-input", "full-width"]
 for tier in ch.tiers.present:
     ch.figure(plots.robustness_map(table, tier=tier.name), name=f"fig-rob-map-{tier.name}", tiers=[tier.name],
-              caption=f"Where each claim holds in the {tier.name} tier, claims × bars, under the paper's rule (light: "
-                      "the value is a bound; outlined: the paper's bar).")
+              caption=f"Where each claim holds in the {tier.name} tier, claims × bars, under the paper's rule (blue: "
+                      "holds, vermillion: fails, light: the value is a bound, grey: untestable; outlined: the "
+                      "paper's bar).")
 
 # %% [markdown]
 # ## Claim by claim
 #
-# Where the paper's statement holds, as the set of bar ranges it really is, and what it hangs on at the paper's bar
-# (in the authors' files; the same sentences for the toy and measured tiers are glued under `-toy-` / `-measured-`
-# keys).
+# Where the paper's statement holds, as the set of bar ranges it really is (in the authors' files). What each claim
+# hangs on at the paper's bar (the deciding head and its margin) is said once, in its chapter's "How robust".
 #
 # **F1, the layer floor** (no first-token head in layers 0/1 at any revision) holds for
-# {glue:text}`rob-robust-f1-floor-pub-ranges`. It hangs on {glue:text}`rob-robust-f1-floor-pub-hangs-on`. Toy panel:
+# {glue:text}`rob-robust-f1-floor-pub-ranges` (what it hangs on: {doc}`f1_floor`). Toy panel:
 # {glue:text}`rob-robust-f1-floor-toy-ranges`.
 #
 # **F2, the three shapes** (Pythia a ramp, OLMo a transition, OLMoE a ramp) hold for
-# {glue:text}`rob-robust-f2-shapes-pub-ranges`. What decides a shape: {glue:text}`rob-robust-f2-shapes-pub-hangs-on`.
+# {glue:text}`rob-robust-f2-shapes-pub-ranges` (what decides a shape: {doc}`f2_shapes`).
 #
 # **F3, the gap** (the induction milestone strictly before the sink milestone) holds,
-# {glue:text}`rob-robust-f3-gap-pub-ranges`. It hangs on: {glue:text}`rob-robust-f3-gap-pub-hangs-on`. Toy panel:
+# {glue:text}`rob-robust-f3-gap-pub-ranges` (what it hangs on: {doc}`f3_milestones`). Toy panel:
 # {glue:text}`rob-robust-f3-gap-toy-ranges`.
 #
 # **F3, the milestone table** (each milestone first reached at the revision the paper gives):
 # {glue:text}`rob-robust-f3-milestones-pub-ranges`.
 #
 # **F4, the recall entries** (recall of the final circuit reaching 1/3, 2/3 and all of it at the revisions the
-# paper gives): {glue:text}`rob-robust-f4-recall-pub-ranges`. Each entry hangs on one circuit head:
-# {glue:text}`rob-robust-f4-recall-pub-hangs-on`.
+# paper gives): {glue:text}`rob-robust-f4-recall-pub-ranges` (each entry hangs on one circuit head:
+# {doc}`f4_convergence`).
 #
 # **F5, the PR lead** (the median lead of PR over formation positive; zero for previous-token heads, as the paper
 # says): {glue:text}`rob-robust-f5-lead-pub-ranges`. Toy panel: {glue:text}`rob-robust-f5-lead-toy-ranges`.

@@ -142,6 +142,16 @@ def test_numbers_in_the_prose_are_the_findings(book):
     assert "2000 sequences of T = 256" in method
 
 
+def test_no_unrendered_myst_in_any_page(book):
+    """Every page's rendered text is free of raw MyST (fences, roles, directive options): a page can build without a
+    warning and still show its markdown (the re-run chapter once showed half of itself as a raw code block)."""
+    from circuitdev.book.html_check import check_book
+
+    found = check_book(book)
+    assert "book/rerun.html" not in found and (book / "book" / "rerun.html").is_file()
+    assert not found, "\n".join(f"{page}: {item}" for page, items in found.items() for item in items)
+
+
 def test_glued_text_is_plain_and_wide_tables_scroll(book):
     """Glued text carries no markdown marks (a backtick would show as is in the sentence), and the book's style sheet
     that lets wide tables scroll is served with every page."""
@@ -200,6 +210,28 @@ def test_pages_render_in_headless_chromium(book):
         assert len(image.convert("L").getcolors(1 << 16) or []) > 50, f"{name}: blank screenshot"
 
 
+@pytest.mark.skipif(chromium() is None, reason="Debian's chromium is not installed (apt-get install -y chromium): "
+                                               "the pages' layout at 1280 px was not measured")
+def test_at_1280_px_tables_need_no_scrolling_and_figures_keep_their_size(book):
+    """Read in Chromium at 1280 px: no table of a findings, side or audit page scrolls sideways (every column in
+    view), and no figure of a computed page is shown below 0.8 of its own width (its labels keep their size)."""
+    from circuitdev.book.html_check import layout
+
+    scrolling, shrunk, n_tables, n_images = [], [], 0, 0
+    for page in sorted((book / "book" / "_generated").glob("*.html")):
+        found = layout(page, width=1280)
+        if page.stem in [*FINDING_NOTEBOOKS, "audit"]:
+            n_tables += len(found["tables"])
+            scrolling += [f"{page.stem}: {t['width']} px in {t['visible']} px: {t['caption']}"
+                          for t in found["tables"] if t["width"] > t["visible"] + 1]
+        n_images += len(found["images"])
+        shrunk += [f"{page.stem}: {i['shown'] / i['natural']:.2f}x ({i['natural']} px): {i['caption']}"
+                   for i in found["images"] if i["natural"] and i["shown"] < 0.8 * i["natural"]]
+    assert n_tables >= 10 and n_images >= 10
+    assert not scrolling, "tables that scroll at 1280 px:\n" + "\n".join(scrolling)
+    assert not shrunk, "figures shown below 0.8 of their width:\n" + "\n".join(shrunk)
+
+
 _REMOTE = re.compile(r"^(?:https?:)?//", re.I)
 
 
@@ -244,3 +276,40 @@ def test_formulas_render_offline_in_chromium(book):
     dom = browser("--dump-dom", url=(book / PAGE.format("method")).as_uri()).stdout
     assert dom.count("<mjx-container") >= 2, "MathJax did not typeset the formulas"
     assert "\\frac" not in text_of(re.sub(r"<mjx-assistive-mml.*?</mjx-assistive-mml>", "", dom, flags=re.S))
+
+
+def poppler_missing() -> str | None:
+    tools = [t for t in ("pdfinfo", "pdftotext", "pdfimages") if shutil.which(t) is None]
+    return f"poppler-utils' {', '.join(tools)} not installed (apt-get install -y poppler-utils)" if tools else None
+
+
+@pytest.mark.skipif(chromium() is None, reason="Debian's chromium is not installed (apt-get install -y chromium): "
+                                               "the PDF edition (make pdf) was not built")
+@pytest.mark.skipif(poppler_missing() is not None, reason=poppler_missing() or "")
+def test_pdf_edition_has_the_papers_chapters_figures_and_math(book, tmp_path):
+    """`make pdf`'s builder on the small book: one PDF with every page of the paper part (its title in the text),
+    every figure of those pages (an image each), typeset formulas (no raw TeX) and none of the workshop's pages."""
+    from circuitdev.book import pdf
+
+    toc = yaml.safe_load((book.parents[1] / "_toc.yml").read_text())
+    pages = pdf.paper_pages(toc)
+    assert pages[0] == "book/intro" and pages[-1] == "book/references" and "book/_generated/audit" in pages
+    assert not any("workshop" in p for p in pages)
+    out = pdf.build_pdf(book, tmp_path / "paper.pdf")
+    info = subprocess.run(["pdfinfo", str(out)], capture_output=True, text=True, check=True).stdout
+    n_pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+    assert n_pages >= len(pages)
+    text = re.sub(r"\s+", " ", subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True,
+                                              check=True).stdout)
+    figures = 0
+    for page in pages:
+        article = pdf._article((book / f"{page}.html").read_text())
+        title = text_of(re.search(r"<h1>(.*?)<a", article, re.S).group(1)).strip()
+        assert title in text, f"{page}: its title {title!r} is not in the PDF"
+        figures += article.count("<figure")
+    assert figures >= 10
+    images = subprocess.run(["pdfimages", "-list", str(out)], capture_output=True, text=True, check=True).stdout
+    assert len(images.strip().splitlines()) - 2 >= figures, "a figure of the paper's pages is missing in the PDF"
+    assert len(re.findall(r"Fig\. \d+", text)) >= figures
+    assert "\\frac" not in text and "\\(" not in text, "formulas printed as raw TeX (MathJax did not typeset)"
+    assert "Watch a circuit form" not in text  # a workshop session's title: not part of the paper

@@ -113,3 +113,102 @@ def test_page_figures_title_metrics_in_words():
     assert [ax.get_title() for ax in fig.axes] == ["first-token heads at the final revision",
                                                    "induction heads at the final revision"]
     assert "sinks" in fig.axes[0].get_ylabel() and "_" not in fig.axes[0].get_ylabel()
+
+
+def _robustness_rows(claim, panel, values, holds, censored=None, tier="toy", item="x", varied="first_token"):
+    bars = [5.0, 30.0, 100.0][:len(values)]
+    return pd.DataFrame({"claim": claim, "panel": panel, "item": item, "varied": varied, "threshold": bars,
+                         "rule": "per-class", "value": values, "holds": holds,
+                         "censored": censored or [False] * len(values),
+                         "bound": ["lower" if c else "exact" for c in (censored or [False] * len(values))],
+                         "paper_threshold": 30.0, "paper_rule": True, "tier": tier})
+
+
+def test_robustness_map_shows_untestable_and_bound_cells_apart_one_block_per_claim():
+    table = pd.concat([_robustness_rows("F1.floor", "toy-pythia", [0, 0, 2], [True, True, False]),
+                       _robustness_rows("F2.shapes", "toy-olmo", [np.nan, 0.4, 0.5], [False, False, True],
+                                        censored=[False, True, True]),
+                       _robustness_rows("F5.lead", "toy-olmo", [np.nan, np.nan, 1.0], [False, False, False])])
+    states = plots.robustness.map_states(table)
+    assert [plots.robustness.STATES[s] for s in states] == [
+        "holds", "holds", "fails", "untestable", "fails (value a bound)", "holds (value a bound)",
+        "untestable", "untestable", "fails"]
+    assert len(set(plots.robustness.STATE_COLORS)) == len(plots.robustness.STATES)  # each state its own colour
+    fig = plots.robustness_map(table, tier="toy")
+    blocks = [ax for ax in fig.axes if ax.get_images()]
+    assert [ax.get_title(loc="left") for ax in blocks] == ["F1.floor", "F2.shapes", "F5.lead"]
+    for ax in blocks:
+        labels = ax.get_yticklabels()
+        assert labels and all(t.get_fontsize() >= 8 for t in labels)
+        assert not any(t.get_text().startswith("F") for t in labels)  # the claim is the block's title, not the row's
+    drawn = blocks[1].get_images()[0].get_array()
+    assert drawn[0].tolist() == [4, 2, 1]
+
+
+def test_robustness_curves_draw_counts_as_counts_and_shares_up_to_1():
+    f1 = _robustness_rows("F1.floor", "toy-pythia", [0, 0, 0], [True, True, True])
+    fig = plots.robustness_curves(f1, "F1.floor")
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo > -1 and hi >= 0.5 and all(float(t).is_integer() for t in ax.get_yticks() if lo <= t <= hi)
+    f2 = pd.concat([_robustness_rows("F2.shapes", "toy-pythia", [0.4, 3.0, 0.9], [True, False, True]),
+                    _robustness_rows("F2.shapes", "toy-olmoe", [np.nan] * 3, [False] * 3)])
+    fig = plots.robustness_curves(f2, "F2.shapes")
+    drawn = np.concatenate([line.get_ydata() for line in fig.axes[0].get_lines() if len(line.get_ydata()) == 3])
+    assert np.nanmax(drawn) <= 1.0 and fig.axes[0].get_ylim()[1] < 1.2
+    assert "untestable" in fig.axes[1].texts[0].get_text()  # the empty panel says why
+    assert any("above 1 drawn at 1" in t.get_text() for leg in fig.legends for t in leg.get_texts())
+
+
+def test_refined_yes_no_milestone_is_drawn_as_steps_and_the_zoom_has_ticks():
+    from matplotlib.collections import PolyCollection
+
+    tokens = np.array([0.0, 1e-3, 2e-3, 2.5e-3, 3e-3, 4e-3, 8e-3])  # billions; a zoom of less than a decade
+    refined = pd.DataFrame({"tokens_b": tokens, "value": [0, 0, 0, 1, 1, 1, 1], "value_lo": 0, "value_hi": 1,
+                            "refined": [False, False, False, True, False, False, False]})
+    fig = plots.refined_trajectory(refined, refined[~refined["refined"]], value="value", ylabel="milestone holds",
+                                   title="t", window=(2e-3, 3e-3), refined_window=(2e-3, 2.5e-3))
+    for ax in fig.axes[:2]:
+        assert not [c for c in ax.collections if isinstance(c, PolyCollection) and not c.get_label() == "_nolegend_"
+                    and len(c.get_paths()) and c.get_paths()[0].vertices.shape[0] > 4]  # no interpolated band
+        assert all(line.get_drawstyle() == "steps-post" for line in ax.get_lines() if len(line.get_xdata()) > 1
+                   and line.get_linestyle() != ":")
+        lo, hi = ax.get_xlim()
+        labelled = [t for t, lab in zip(ax.get_xticks(), ax.get_xticklabels()) if lo <= t <= hi and lab.get_text()]
+        assert len(labelled) >= 2, "an axis (the zoom) without tick labels"
+
+
+def test_a_log_token_axis_of_less_than_a_decade_is_labelled():
+    import matplotlib.pyplot as plt
+
+    from circuitdev.book.plots.axes import TokenAxis
+
+    tokens = 1e6 * np.array([1.0, 1.3, 1.8, 2.4, 3.3, 4.4])  # log-spaced over less than one decade: no power of 10
+    axis = TokenAxis.of(tokens)
+    fig, ax = plt.subplots()
+    ax.plot(axis.x(tokens), np.arange(len(tokens)))
+    axis.apply(ax)
+    fig.canvas.draw()
+    lo, hi = ax.get_xlim()
+    labelled = [lab.get_text() for t, lab in zip(ax.get_xticks(), ax.get_xticklabels()) if lo <= t <= hi
+                and lab.get_text()]
+    assert axis.scale == "log" and len(labelled) >= 2, labelled
+    plt.close(fig)
+
+
+def test_plain_log_ticks_label_a_short_log_axis_more_than_once():
+    import matplotlib.pyplot as plt
+
+    from circuitdev.book.plots.axes import plain_log_ticks
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [0.7, 4.0])
+    ax.set_yscale("log")
+    ax.set_ylim(0.6, 4.5)  # less than a decade: one power of ten (1) in view
+    plain_log_ticks(ax)
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim()
+    labelled = [lab.get_text() for t, lab in zip(ax.get_yticks(), ax.get_yticklabels()) if lo <= t <= hi
+                and lab.get_text()]
+    assert len(labelled) >= 2 and "2" in labelled, labelled  # (without: "1" alone)
+    plt.close(fig)

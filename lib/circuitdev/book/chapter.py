@@ -258,7 +258,7 @@ class Chapter:
         """The audit rows of one finding for the published tier: the paper's value beside the value the authors' own
         files give, as a table (or a note when that tier is absent). Glues `<prefix>-claims-match` / `-total`."""
         from circuitdev.analysis.audit import run_audit
-        from circuitdev.analysis.claims import load_claims
+        from circuitdev.analysis.quantities import load_claims
 
         pub = self.tiers.get("published")
         if pub is None:
@@ -409,10 +409,12 @@ def chapter(name: str, namespace: dict[str, Any], *, tiers: Sequence[str] | None
     if sources:
         ch.tiers = load_tiers(list(sources), published_dir=ch.folders.published_dir,
                               results_dir=ch.folders.results_dir, panels=ch.folders.panels)
-        for t in ch.tiers:
-            if not t.present:
-                display.note(t.note, title=f"No {TIER_LABELS[t.name]} data in {what}")
-            elif t.note:
+        # one line: the tiers shown, the missing ones with how to add them folded under it
+        display.tier_line([TIER_LABELS[t.name] for t in ch.tiers.present],
+                          {f"No {TIER_LABELS[t.name]} data in {what}": t.note for t in ch.tiers if not t.present},
+                          what=what)
+        for t in ch.tiers.present:
+            if t.note:
                 display.note(t.note, kind="warning", title=f"Part of the {TIER_LABELS[t.name]} data is missing")
     return ch
 

@@ -11,6 +11,7 @@ import html
 import io
 import math
 import re
+import textwrap
 from typing import Any, Callable, Literal
 
 import pandas as pd
@@ -113,12 +114,31 @@ NoteKind = Literal["note", "warning", "important", "tip"]
 
 def note(text: str, *, kind: NoteKind = "note", title: str | None = None, folded: bool = False) -> None:
     """A visible admonition (MyST markdown inside; backticks become code). `folded`: closed until clicked."""
-    head = f"{{admonition}} {title or kind.capitalize()}\n:class: {kind}{' dropdown' if folded else ''}"
+    # a backtick in a backtick fence's title unmakes the fence (CommonMark): the title is plain text
+    head = f"{{admonition}} {plain_text(title or kind.capitalize())}\n:class: {kind}{' dropdown' if folded else ''}"
     md = f"````{head}\n{text}\n````\n"
     body = html.escape(text).replace("`", "").replace("\n", "<br>")
     box = (f'<div style="border-left:4px solid #4a90d9;padding:0.5em 1em;background:#f3f7fc">'
            f'<b>{html.escape(title or kind.capitalize())}.</b> {body}</div>')
     _display_bundle(md, f"<details><summary>{html.escape(title or kind)}</summary>{box}</details>" if folded else box)
+
+
+def tier_line(shown: list[str], absent: dict[str, str], *, what: str = "this chapter") -> None:
+    """One line saying which tiers of evidence the page shows (`shown`: their labels) and which it lacks: `absent`
+    maps a missing tier's one-line title ("No measured (...) data in this chapter") to how to add it, folded under
+    the line (one click), instead of a box per missing tier on every page."""
+    head = f"Evidence in {what}: {', '.join(shown) if shown else 'none in this build'}."
+    if not absent:
+        _display_bundle(f"<p class=\"tier-line\">{html.escape(head, quote=False)}</p>\n",
+                        f'<p class="tier-line">{html.escape(head)}</p>')
+        return
+    title = plain_text(f"{head} {' '.join(t.rstrip('.') + '.' for t in absent)} "
+                       f"How to add {'it' if len(absent) == 1 else 'them'}:")
+    body = "\n\n".join(f"**{t}.** {text}" for t, text in absent.items())
+    md = f"````{{admonition}} {title}\n:class: tier-line dropdown\n{body}\n````\n"
+    html_body = "<br>".join(f"<b>{html.escape(t)}.</b> {html.escape(text).replace('`', '')}"
+                            for t, text in absent.items())
+    _display_bundle(md, f'<details class="tier-line"><summary>{html.escape(title)}</summary>{html_body}</details>')
 
 
 def _integral_columns(df: pd.DataFrame) -> list[str]:
@@ -133,10 +153,34 @@ def _integral_columns(df: pd.DataFrame) -> list[str]:
     return out
 
 
+# headers that snake_case -> words would leave cryptic: their words and what they mean, which a table's caption
+# gets appended for every such column it shows
+HEADER_WORDS = {
+    "mc_close": ("close call", "the share that decides the verdict is within Monte Carlo error of its cut"),
+    "share_head": ("share: head at bar", "the share of bootstrap resamples in which the deciding head reaches "
+                                         "the bar"),
+    "share_any": ("share: any at bar", "the share of resamples in which some floor head reaches the bar at some "
+                                       "revision"),
+    "looks": ("looks", "floor heads × revisions looked at"),
+    "k_above": ("heads above null p99", "heads whose real induction selectivity exceeds the null's 99th "
+                                        "percentile"),
+    "value_lo": ("95% lo", ""),
+    "value_hi": ("95% hi", ""),
+}
+
+
+def header_notes(columns) -> str:
+    """"words: meaning; ..." for the columns of HEADER_WORDS that have a meaning to explain ("" when none)."""
+    return "; ".join(f"{HEADER_WORDS[c][0]}: {HEADER_WORDS[c][1]}" for c in map(str, columns)
+                     if c in HEADER_WORDS and HEADER_WORDS[c][1])
+
+
 def _header(column: Any) -> str:
     """A column's name as a reader sees it: `tokens_b` -> "tokens", `first_tokens_b` -> "first tokens",
-    `rise_pp` -> "rise pp" (snake_case in words; the frame keeps its names)."""
+    `rise_pp` -> "rise pp" (snake_case in words; the frame keeps its names; HEADER_WORDS for the cryptic ones)."""
     text = str(column)
+    if text in HEADER_WORDS:
+        return HEADER_WORDS[text][0]
     text = re.sub(r"(^|_)tokens_b$", r"\1tokens", text)
     return text.replace("_", " ")
 
@@ -163,8 +207,20 @@ def _is_text(values: pd.Series) -> bool:
     return values.dtype == object or pd.api.types.is_string_dtype(values)
 
 
+_LONG_DECIMAL = re.compile(r"(?<![\w.])(-?\d+\.\d{4,})(?![\w.])")
+
+
+def round_long_decimals(text: str) -> str:
+    """Numbers written into text with four or more decimals ("5.07812", "0.6919999718666077") get the tables' rule,
+    three significant digits (`significant`): "5.08", "0.692"; versions ("2.13.0") and names are left alone."""
+    return _LONG_DECIMAL.sub(lambda m: significant(float(m.group(1))), text)
+
+
 def _cell_markdown(value: Any) -> Any:
-    """Inline code in a text cell (`circuitdev toy train`) as code, not as literal backticks."""
+    """Inline code in a text cell (`circuitdev toy train`) as code, not as literal backticks; numbers in the text by
+    the tables' rule (`round_long_decimals`)."""
+    if isinstance(value, str):
+        value = round_long_decimals(value)
     if isinstance(value, str) and "`" in value:
         return re.sub(r"`([^`]+)`", lambda m: f"<code>{html.escape(m.group(1))}</code>", value)
     return value
@@ -214,19 +270,26 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int | None = N
     styler = styler.format_index(_header, axis=1)
     if not index:
         styler = styler.hide(axis="index")
+    notes = header_notes(df.columns)
+    if notes:  # the cryptic headers explained
+        caption = " ".join(t for t in (caption.rstrip().rstrip(".") + "." if caption else "",
+                                         notes[0].upper() + notes[1:] + ".") if t)
     if caption:
         styler = styler.set_caption(_cell_markdown(caption))
-    long_text = [i for i in text if df.iloc[:, i].astype(str).str.len().max() > 40]
-    # short cells ("pythia-1b", "30×", "L1H0") never break inside; long text (claims, reasons, ranges) wraps, but is
-    # never squeezed to a word a line (by position: Styler names each cell's column colN)
-    columns = [{"selector": f"td.col{i}", "props": "min-width: 16em" if i in long_text else "white-space: nowrap"}
-               for i in range(df.shape[1])]
+    lengths = [df.iloc[:, i].astype(str).str.len().max() if len(df) else 0 for i in range(df.shape[1])]
+    # at 1280 px every column is in view (the cell is as wide as the figures, book/_static/circuitdev.css): headers
+    # wrap between words, and so do cells, except short ones ("pythia-1b", "30×", "L1H0"), which never break inside;
+    # long text (claims, reasons, ranges) is never squeezed to a word a line (by position: Styler names each cell's
+    # column colN); a table of many columns is set smaller
+    columns = [{"selector": f"td.col{i}", "props": "min-width: 10em" if i in text and n > 40 else
+                "white-space: nowrap" if n <= 12 else "white-space: normal"} for i, n in enumerate(lengths)]
     styler = styler.set_table_styles([*columns,
-        {"selector": "td", "props": "max-width: 28em; white-space: normal; overflow-wrap: break-word; "
-                                    "text-align: left; padding: 2px 8px; vertical-align: top"},
-        {"selector": "th", "props": "white-space: nowrap; text-align: left; padding: 2px 8px"},
+        {"selector": "td", "props": "max-width: 28em; overflow-wrap: break-word; "
+                                    "text-align: left; padding: 2px 6px; vertical-align: top"},
+        {"selector": "th", "props": "white-space: normal; text-align: left; padding: 2px 6px; vertical-align: bottom"},
         {"selector": "caption", "props": "caption-side: top; text-align: left; font-style: italic"}])
-    display(styler.set_table_attributes('style="font-size: 85%"'))
+    size = "85%" if df.shape[1] <= 8 else "75%" if df.shape[1] <= 11 else "68%"
+    display(styler.set_table_attributes(f'style="font-size: {size}"'))
 
 
 def figure_png(fig, dpi: int = 110) -> bytes:
@@ -235,21 +298,55 @@ def figure_png(fig, dpi: int = 110) -> bytes:
     return buf.getvalue()
 
 
+# A book figure is shown in a full-width cell, about 920 px wide at 1280 px: drawn at most this wide it is shown at
+# >= 0.84 of its size, so its labels keep their size on the page (a 1700 px figure shown at 0.53x had 5 px labels).
+MAX_FIGURE_PX = 1100
+
+
+def png_width(data: bytes) -> int:
+    return int.from_bytes(data[16:20], "big")  # the IHDR chunk's width
+
+
+def figure_png_fitted(fig, dpi: int = 110, max_px: int = MAX_FIGURE_PX) -> bytes:
+    """The figure as PNG, redrawn narrower (its text keeps its size) while wider than `max_px`: the width of the
+    figure is scaled to fit, its height by less (never below 3/4), as the layout engine re-lays it out."""
+    data = figure_png(fig, dpi)
+    for _ in range(6):  # a legend or title of fixed size beside the panels: the panels shrink more than the whole
+        width = png_width(data)
+        if width <= max_px:
+            break
+        w, h = fig.get_size_inches()
+        k = max_px / width * 0.95
+        fig.set_size_inches(w * k, h * max(0.75, k))
+        title = getattr(fig, "_suptitle", None)
+        if title is not None:  # re-wrapped to the new width (plots.axes.figure_title), else it keeps the old one
+            title.set_text(textwrap.fill(" ".join(title.get_text().split()), width=max(40, int(w * k * 9.5))))
+        data = figure_png(fig, dpi)
+    return data
+
+
 def show_figure(fig, *, name: str, caption: str, provenance: str, width: str = "100%", close: bool = True) -> None:
     """Show a figure as a numbered MyST figure: `name` is its label ({numref}`name`), `caption` one sentence or
-    two (MyST markdown), the provenance line in smaller print under it. The image is embedded (no side files)."""
+    two (MyST markdown), the provenance line folded under it (one click), in smaller print. The image is embedded
+    (no side files), drawn at most MAX_FIGURE_PX wide (`figure_png_fitted`)."""
     import matplotlib.pyplot as plt
 
-    data = base64.b64encode(figure_png(fig)).decode()
+    data = base64.b64encode(figure_png_fitted(fig)).decode()
     if close:
         plt.close(fig)
     label = name.lower().replace("_", "-")
     md = (f"```{{figure}} data:image/png;base64,{data}\n:name: {label}\n:width: {width}\n:alt: {caption}\n\n"
-          f"{caption}\n<br><small>{provenance}</small>\n```\n")
+          f"{caption}\n{_folded_provenance(provenance)}\n```\n")
     html_text = (f'<figure><img src="data:image/png;base64,{data}" style="max-width:{width}"/>'
-                 f"<figcaption>{html.escape(caption)}<br><small>{html.escape(provenance)}</small></figcaption>"
+                 f"<figcaption>{html.escape(caption)}{_folded_provenance(html.escape(provenance))}</figcaption>"
                  "</figure>")
     _display_bundle(md, html_text)
+
+
+def _folded_provenance(provenance: str) -> str:
+    """A figure's provenance line (sources, configurations, code), folded under its caption: one click opens it."""
+    return (f'<details class="provenance"><summary>Source and code</summary><small>{provenance}</small>'
+            "</details>")
 
 
 def setup(context: str = "notebook") -> None:

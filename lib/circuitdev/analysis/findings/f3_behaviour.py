@@ -15,9 +15,11 @@ import pandas as pd
 from circuitdev.analysis import uncertainty
 from circuitdev.analysis.devtable import require
 from circuitdev.analysis.findings.basics import EPS
-from circuitdev.analysis.findings.f3_milestones import (MILESTONE_COLUMNS, _first_row, _windows, milestone,
+from circuitdev.analysis.findings.f3_milestones import (MILESTONE_COLUMNS, first_hit_row, milestone_windows, milestone,
                                                         milestone_text)
 from circuitdev.errors import ConfigError
+
+__all__ = ["BehaviourMilestone", "BEHAVIOUR_MILESTONES", "behaviour_milestones", "behaviour_specs", "milestone_order"]
 
 BehaviourMeasure = Literal["top1", "icl_score", "top1_drop", "excess_drop_lo"]
 _MEASURES: dict[str, tuple[str, Callable[[float], str]]] = {
@@ -110,7 +112,7 @@ def behaviour_milestones(revisions: pd.DataFrame, *, specs: Sequence[BehaviourMi
             values, here = values[measured], idx[measured]  # the revisions where it was measured
             strict = spec.measure in _STRICT
             ok = _hits(values, spec.level, sustained, strict)
-            rows.append({**_first_row(panel, spec.name, here, ok, cols), "measure": spec.measure,
+            rows.append({**first_hit_row(panel, spec.name, here, ok, cols), "measure": spec.measure,
                          "level": spec.level})
             rep = reps.get(spec.measure)
             firsts = None if rep is None else uncertainty.first_reached(
@@ -118,7 +120,7 @@ def behaviour_milestones(revisions: pd.DataFrame, *, specs: Sequence[BehaviourMi
             windows.append((here, ok, firsts))
     columns = ["panel", "milestone", "measure", "level", *MILESTONE_COLUMNS[2:]]
     out = pd.DataFrame(rows, columns=columns)
-    return out if boot is None else pd.concat([out, _windows(windows, cols)], axis=1)
+    return out if boot is None else pd.concat([out, milestone_windows(windows, cols)], axis=1)
 
 
 def _behaviour_replicates(boot: pd.DataFrame, panel: str, revisions: np.ndarray) -> dict[str, np.ndarray]:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 from circuitdev.book.display import fmt_tokens
 from circuitdev.book.tiers import TIER_LABELS
@@ -114,6 +114,8 @@ class TokenAxis:
             pad = 0.03 * (self.hi - left)
             ax.set_xlim(left - pad, self.hi + pad)
             label = label.replace("(log scale)", "(linear scale)")
+        if self.scale == "log" and self.hi / left < 30:  # under 1.5 decades (a zoom): label 1, 2, 5 of each decade
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(FuncFormatter(token_tick))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
         if self.has_init:
@@ -122,13 +124,16 @@ class TokenAxis:
             ax.set_xticks([self.init_x, *ticks], ["init", *[token_tick(t) for t in ticks]])
             sep = np.sqrt(self.init_x * self.lo) if self.scale == "log" else (self.init_x + self.lo) / 2
             ax.axvline(sep, color="grey", lw=0.8, ls=":", zorder=0)
-            label += "; init = step 0"
+            label += "; init = step 0, left of the dotted break"
         ax.set_xlabel(label)
 
 
 def plain_log_ticks(ax, axis: str = "y") -> None:
     """Log-axis tick labels as plain numbers (0.1, 1, 10, 100) instead of powers of ten."""
     target = ax.yaxis if axis == "y" else ax.xaxis
+    lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    if target.get_scale() == "log" and lo > 0 and hi / lo < 30:  # under 1.5 decades: one tick or none; 1, 2, 5 too
+        target.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     target.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     target.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
 

@@ -41,24 +41,28 @@ def refined_trajectory(refined: pd.DataFrame, grid: pd.DataFrame, *, value: str,
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
     zoom = window or (refined["tokens_b"].min(), refined["tokens_b"].max())
     pad = 0.35 * (zoom[1] - zoom[0])
+    binary = set(pd.unique(refined[value].dropna())) <= {0, 1}  # a yes / no quantity (a milestone)
+    # a yes / no quantity holds from one revision to the next: drawn as steps, with no interpolated "band"
+    steps = {"drawstyle": "steps-post"} if binary else {}
     for ax, sel in zip(axes, (None, (zoom[0] - pad, zoom[1] + pad))):
         part = refined if sel is None else refined[refined["tokens_b"].between(*sel)]
         base = grid if sel is None else grid[grid["tokens_b"].between(*sel)]
         axis = TokenAxis.of(token_counts(part))
         x = axis.x(token_counts(part))
         ax.plot(axis.x(token_counts(base)), scale * base[value], color="#7f7f7f", ls="--", marker="o", ms=4, lw=1,
-                label="default grid", zorder=2)
-        ax.plot(x, scale * part[value], color="#1f77b4", lw=1.6, label="refined grid", zorder=3)
+                label="default grid", zorder=2, **steps)
+        ax.plot(x, scale * part[value], color="#1f77b4", lw=1.6, label="refined grid", zorder=3, **steps)
         new = part["refined"].to_numpy(dtype=bool)
         ax.scatter(x[new], scale * part.loc[new, value], marker="D", s=30, color="#d62728", zorder=4,
                    label="added by refinement")
-        band(ax, x, part, value, color="#1f77b4", scale=scale)
+        if not binary:
+            band(ax, x, part, value, color="#1f77b4", scale=scale)
         for win, shade in ((window, 0.12), (refined_window, 0.3)):
             if win is not None:
                 ax.axvspan(*axis.x([win[0] * 1e9, win[1] * 1e9]), color="#ff7f0e", alpha=shade, lw=0, zorder=0)
         axis.apply(ax)
         ax.set_ylabel(ylabel)
-        if set(pd.unique(refined[value].dropna())) <= {0, 1}:  # a yes / no quantity (a milestone): no 0.2 steps
+        if binary:  # no 0.2 steps
             ax.set_yticks([0, scale], ["no", "yes"])
         ax.set_title("all of training" if sel is None else "zoomed on the event (shaded: its window, before → "
                      "after)", fontsize=9)

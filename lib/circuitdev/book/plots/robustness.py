@@ -16,20 +16,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import LogLocator, MaxNLocator
 
-from circuitdev.analysis.findings import ALL
+from circuitdev.analysis.findings import ALL, ROBUSTNESS_CLAIMS
 from circuitdev.book.plots.axes import figure_title, placeholder, plain_log_ticks, tier_title
 
-# How each claim's value is drawn: axis label, scale, and a reference line (the statement's own bar), if any.
-_VALUE_AXES: dict[str, tuple[str, str, float | None]] = {
-    "F1.floor": ("first-token heads in layers 0/1 (most at any revision)", "symlog", None),
-    "F2.shapes": ("share of the rise in the largest jump", "linear", 0.5),
-    "F3.gap": ("gap: sink milestone / induction milestone (tokens, ×)", "log", 1.0),
-    "F3.milestones": ("first revision reaching it (tokens, B)", "log", None),
-    "F4.recall": ("first revision reaching the level (tokens, B)", "log", None),
-    "F5.lead": ("median PR lead (checkpoints)", "linear", 0.0),
-}
-# the row about every model at once counts something else than one model's value
-_ALL_LABELS = {"F2.shapes": "models with the paper's shape (of 3)"}
 _VARIED_WORDS = {"first_token": "first-token bar", "induction": "induction bar", "previous_token": "previous-token bar",
                  "self": "self bar"}
 _LINE_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
@@ -60,15 +49,31 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
     keys = _panels_of(g)
     ncols = min(ncols, len(keys))
     nrows = math.ceil(len(keys) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.3 * ncols, 3.3 * nrows + 0.9), squeeze=False,
+    # drawn at the width the page shows it (display.MAX_FIGURE_PX): ~3.3 inches a panel
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 3.0 * nrows + 1.1), squeeze=False,
                              layout="constrained")
-    label, scale, ref = _VALUE_AXES.get(claim, ("value", "linear", None))
+    known = ROBUSTNESS_CLAIMS.get(claim)  # each claim declares how its value is drawn (findings.claim.RobustClaim)
+    label, scale, ref = known.axis if known else ("value", "linear", None)
     lines = list(dict.fromkeys(zip(g["item"], g["varied"])))
     many_items = g["item"].nunique() > 1
     colors = {k: _LINE_COLORS[i % len(_LINE_COLORS)] for i, k in enumerate(lines)}
     dashes = {r: _RULE_DASHES[i % len(_RULE_DASHES)] for i, r in enumerate(rules)}
+    capped = False
     for ax, (tier, panel) in zip(axes.flat, keys):
         here = g[(g["panel"] == panel) & ((g["tier"] == tier) if "tier" in g.columns else True)]
+        kind = known.kind if known else "value"
+        counts = kind == "count" or (panel == ALL and known is not None and known.all_label is not None)
+        share = kind == "share" and panel != ALL
+        if share:
+            capped |= bool((here["value"] > 1).any())
+            here = here.assign(value=here["value"].clip(upper=1.0))
+        ax.set_title(f"{panel}\n{tier_title(tier)}" if tier else panel, fontsize=8.5)
+        if not here["value"].notna().any():  # nothing to draw: say so instead of an empty frame
+            ax.text(0.5, 0.5, "untestable here:\nno value at any bar", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=9, color="#555")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            continue
         for (item, varied), gl in here.groupby(["item", "varied"], sort=False):
             for rule, gr in gl.groupby("rule", sort=False):
                 gr = gr.sort_values("threshold")
@@ -95,13 +100,21 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
             plain_log_ticks(ax)
         ax.margins(y=0.12)  # markers at the extremes stay inside the frame
         vals = here["value"].dropna()
-        if scale != "log" and len(vals) and vals.max() == vals.min():  # a flat line: room around it, whole ticks
+        if counts:  # heads or models: whole numbers from 0 (a log axis only for large counts)
+            top = float(vals.max()) if len(vals) else 0.0
+            if top <= 20:
+                ax.set_yscale("linear")
+            ax.set_ylim(-0.05 * max(top, 1) - 0.3, max(top * 1.12 + 0.5, 1.5))
+            if top <= 20:
+                ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        elif share:
+            ax.set_ylim(-0.05, 1.08)
+        elif scale != "log" and len(vals) and vals.max() == vals.min():  # a flat line: room around it, whole ticks
             ax.set_yscale("linear")
             ax.set_ylim(vals.min() - 1, vals.max() + 1)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("bar (selectivity threshold, ×, log scale)")
-        ax.set_ylabel(_ALL_LABELS.get(claim, label) if panel == ALL else label, fontsize=8)
-        ax.set_title(f"{panel} · {tier_title(tier)}" if tier else panel, fontsize=9)
+        ax.set_xlabel("bar (threshold, ×, log scale)", fontsize=8)
+        ax.set_ylabel((known and known.all_label or label) if panel == ALL else label, fontsize=7.5)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
     handles = [Line2D([], [], color=colors[k], lw=1.6, label=(f"{k[0]} ({_VARIED_WORDS.get(k[1], k[1])})"
@@ -114,49 +127,70 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
                 Line2D([], [], ls="", marker="^", color="#444", label="bound: at least"),
                 Line2D([], [], ls="", marker="v", color="#444", label="bound: at most"),
                 Line2D([], [], color="#444", ls=":", lw=1, label="paper's bar")]
+    if capped:
+        handles.append(Line2D([], [], ls="", label="shares above 1 drawn at 1 (the trajectory falls back after "
+                                                   "its jump)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(5, len(handles)), fontsize=7.5, frameon=False)
     figure_title(fig, f"How robust: {claim} across bars (filled: the paper's statement holds)")
     return fig
 
 
-_STATES = ["fails", "fails (bound)", "holds (bound)", "holds"]
-_STATE_COLORS = ["#d6604d", "#f4a582", "#a6dba0", "#1b7837"]
+# the map's cell states, colour-blind safe (Okabe-Ito): blue holds, vermillion fails, their light shades where the
+# value is only a bound (an event at the first probed revision or never reached), grey where the claim has no value
+# to test at that bar (F2 with no rise to share, F5 with no lead measured)
+STATES = ["holds", "holds (value a bound)", "fails (value a bound)", "fails", "untestable"]
+STATE_COLORS = ["#0072B2", "#9ecae1", "#f5c28a", "#D55E00", "#d9d9d9"]
+
+
+def map_states(g: pd.DataFrame) -> np.ndarray:
+    """Each row's index into STATES: untestable when the value is missing, else holds / fails, a bound or not."""
+    holds, bound = g["holds"].astype(bool).to_numpy(), g["censored"].astype(bool).to_numpy()
+    state = np.where(holds, np.where(bound, 1, 0), np.where(bound, 2, 3))
+    return np.where(pd.to_numeric(g["value"], errors="coerce").notna().to_numpy(), state, 4)
 
 
 def robustness_map(table: pd.DataFrame, *, tier: str | None = None) -> Figure:
-    """All claims x bars at a glance under the paper's rule: one row per (claim, item, model, moving bar), one
-    column per bar; dark green holds, dark red fails, light shades where the value is a bound (censored); the paper's
-    bar outlined. `table`: findings.robustness_table (+ tier; `tier` picks one)."""
+    """All claims x bars at a glance under the paper's rule: one block per claim, in it one row per (model, item,
+    moving bar), one column per bar; the cell's state (STATES: holds, fails, either with the value a bound, or
+    untestable) in its own colour (STATE_COLORS); the paper's bar outlined. `table`: findings.robustness_table
+    (+ tier; `tier` picks one)."""
     g = table[table["paper_rule"].astype(bool)] if len(table) else table
     if tier is not None and len(g):
         g = g[g["tier"] == tier]
     if g.empty:
         return placeholder("No claim applies to this tier's data.", title="Robustness map")
     bars = sorted(pd.unique(g["threshold"]))
-    g = g.assign(row=g["claim"] + " · " + g["panel"] + " · " + g["item"].astype(str) + " · "
-                 + g["varied"].map(lambda v: _VARIED_WORDS.get(v, v)))
-    rows = list(pd.unique(g["row"]))
-    state = (2 * g["holds"].astype(int) + np.where(g["holds"], 1 - g["censored"].astype(int),
-                                                    g["censored"].astype(int))).to_numpy()
-    grid = np.full((len(rows), len(bars)), np.nan)
-    grid[[rows.index(r) for r in g["row"]], [bars.index(t) for t in g["threshold"]]] = state
-    fig, ax = plt.subplots(figsize=(11, 1.4 + 0.19 * len(rows)), layout="constrained")
-    ax.imshow(grid, aspect="auto", cmap=ListedColormap(_STATE_COLORS), vmin=-0.5, vmax=3.5, interpolation="nearest")
-    for r, paper in g.groupby("row", sort=False)["paper_threshold"].first().items():
-        if paper in bars:
-            ax.add_patch(Rectangle((bars.index(paper) - 0.5, rows.index(r) - 0.5), 1, 1, fill=False, lw=1.4,
-                                   edgecolor="black"))
-    ax.set_xticks(range(len(bars)), [f"{b:g}" for b in bars], fontsize=7)
-    ax.set_yticks(range(len(rows)), rows, fontsize=7)
-    ax.set_xticks(np.arange(len(bars) + 1) - 0.5, minor=True)
-    ax.set_yticks(np.arange(len(rows) + 1) - 0.5, minor=True)
-    ax.grid(which="minor", color="white", lw=0.5)
-    ax.grid(which="major", visible=False)
-    ax.tick_params(which="minor", length=0)
-    ax.set_xlabel("bar (selectivity threshold, ×)")
-    fig.legend(handles=[Patch(color=c, label=s) for s, c in zip(_STATES, _STATE_COLORS)]
+    g = g.assign(row=g["panel"] + " · " + g["item"].astype(str) + " · "
+                 + g["varied"].map(lambda v: _VARIED_WORDS.get(v, v)), state=map_states(g))
+    claims = list(pd.unique(g["claim"]))
+    sizes = [g.loc[g["claim"] == c, "row"].nunique() for c in claims]
+    fig, axes = plt.subplots(len(claims), 1, figsize=(10, 0.24 * sum(sizes) + 0.55 * len(claims) + 1.3),
+                             squeeze=False, layout="constrained", gridspec_kw={"height_ratios": sizes})
+    cmap = ListedColormap(STATE_COLORS)
+    for ax, claim in zip(axes[:, 0], claims):
+        gc = g[g["claim"] == claim]
+        rows = list(pd.unique(gc["row"]))
+        grid = np.full((len(rows), len(bars)), np.nan)
+        grid[[rows.index(r) for r in gc["row"]], [bars.index(t) for t in gc["threshold"]]] = gc["state"]
+        ax.imshow(grid, aspect="auto", cmap=cmap, vmin=-0.5, vmax=len(STATES) - 0.5, interpolation="nearest")
+        for r, paper in gc.groupby("row", sort=False)["paper_threshold"].first().items():
+            if paper in bars:
+                ax.add_patch(Rectangle((bars.index(paper) - 0.5, rows.index(r) - 0.5), 1, 1, fill=False, lw=1.6,
+                                       edgecolor="black"))
+        ax.set_yticks(range(len(rows)), rows, fontsize=8)
+        ax.set_xticks(range(len(bars)), [f"{b:g}" for b in bars], fontsize=7.5, rotation=90)
+        # the bars' labels above the first block and below the last (between blocks they crowded the claim titles)
+        ax.tick_params(axis="x", labelbottom=claim == claims[-1], labeltop=claim == claims[0] and len(claims) > 1)
+        ax.set_xticks(np.arange(len(bars) + 1) - 0.5, minor=True)
+        ax.set_yticks(np.arange(len(rows) + 1) - 0.5, minor=True)
+        ax.grid(which="minor", color="white", lw=0.6)
+        ax.grid(which="major", visible=False)
+        ax.tick_params(which="minor", length=0)
+        ax.set_title(claim, fontsize=9, loc="left")
+    axes[-1, 0].set_xlabel("bar (selectivity threshold, ×)")
+    fig.legend(handles=[Patch(color=c, label=s) for s, c in zip(STATES, STATE_COLORS)]
                + [Patch(fill=False, edgecolor="black", label="paper's bar")],
-               loc="outside lower center", ncol=5, fontsize=8, frameon=False)
+               loc="outside lower center", ncol=6, fontsize=8, frameon=False)
     title = f"Where each claim holds · {tier_title(tier)}" if tier else "Where each claim holds"
     figure_title(fig, title + " · claims × bars, the paper's rule")
     return fig

@@ -1,0 +1,85 @@
+"""What a page shows, in the forms a reader meets (circuitdev.book.display): the tiers line, notes whose fence
+MyST takes, tables that wrap at the page's width, and one rule for numbers written into text."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from circuitdev.book import display
+
+
+def capture(monkeypatch) -> list:
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
+    return shown
+
+
+def test_tier_line_is_one_line_with_the_missing_tiers_folded(monkeypatch):
+    shown = capture(monkeypatch)
+    display.tier_line(["published (authors' files)", "toy panel (trained here)"], {})
+    display.tier_line(["toy panel (trained here)"],
+                      {"No measured (real models probed here) data in this chapter": "Probe with `circuitdev probe`."})
+    plain, folded = (b["text/markdown"] for b in shown)
+    assert plain.count("\n") == 1 and "Evidence in this chapter: published (authors' files), toy panel" in plain
+    assert "admonition" not in plain  # no box when nothing is missing
+    head, options = folded.splitlines()[:2]
+    assert head.startswith("````{admonition} Evidence in this chapter: toy panel (trained here). No measured")
+    assert "`" not in head[4:] and options == ":class: tier-line dropdown"  # folded; the fence's title plain text
+    assert "`circuitdev probe`" in folded and folded.rstrip().endswith("````")
+
+
+def test_a_note_title_with_code_keeps_its_fence(monkeypatch):
+    """A backtick in a backtick fence's title unmakes the fence (the rest of the page rendered raw once)."""
+    shown = capture(monkeypatch)
+    display.note("Body with `code`.", title="Measured by `bench/cluster.py`")
+    head = shown[0]["text/markdown"].splitlines()[0]
+    assert head == "````{admonition} Measured by bench/cluster.py"
+
+
+def test_long_decimals_in_text_follow_the_tables_rule():
+    assert display.round_long_decimals("5.07812 and 0.754593, 0.6919999718666077") == "5.08 and 0.755, 0.692"
+    assert display.round_long_decimals("torch 2.13.0, 30×, 3.05T, step143000, 0.5, 12.125") == \
+        "torch 2.13.0, 30×, 3.05T, step143000, 0.5, 12.125"
+
+
+def test_tables_wrap_to_the_page_and_name_their_columns_in_words(monkeypatch):
+    shown = capture(monkeypatch)
+    df = pd.DataFrame({"panel": ["pythia-1b"], "reason": ["a long reason " * 5], "mc_close": [False],
+                       "share_head": [0.99], "k_above": [3], "note": ["value 0.754593 here"]})
+    display.show_table(df, "t")
+    html_text = shown[0].to_html()
+    headers = re.findall(r'class="col_heading level0 col\d" >([^<]*)<', html_text)
+    assert headers == ["panel", "reason", "close call", "share: head at bar", "heads above null p99", "note"]
+    styles = dict(re.findall(r"#T_\w+ (td\.col\d) \{\s*([^}]*?);?\s*\}", html_text))
+    assert styles["td.col0"] == "white-space: nowrap" and styles["td.col1"] == "min-width: 10em"
+    assert styles["td.col5"] == "white-space: normal"  # a mid-length cell wraps
+    assert re.search(r"th \{[^}]*white-space: normal", html_text)  # headers wrap between words
+    assert "value 0.755 here" in html_text and 'font-size: 85%' in html_text
+    caption = re.search(r"<caption>(.*?)</caption>", html_text, re.S).group(1)
+    assert caption.startswith("t. Close call: the share that decides")
+    assert "heads above null p99: heads whose" in caption
+    wide = pd.DataFrame([[1.5] * 12], columns=[f"c{i}" for i in range(12)])
+    display.show_table(wide, "t")
+    assert 'font-size: 68%' in shown[1].to_html()
+
+
+def test_a_wide_figure_is_redrawn_at_the_width_it_is_shown():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15.6, 4.2), layout="constrained")
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="a line")
+        ax.set_xlabel("training tokens")
+    axes[-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))  # outside the axes: beyond the figure's size
+    assert display.png_width(display.figure_png(fig)) > 1600
+    data = display.figure_png_fitted(fig)
+    assert 800 < display.png_width(data) <= display.MAX_FIGURE_PX
+    assert fig.get_size_inches()[1] >= 0.75 * 4.2
+    small, _ = plt.subplots(figsize=(6, 3))
+    assert display.png_width(display.figure_png_fitted(small)) == display.png_width(display.figure_png(small)) < 700
+    plt.close("all")

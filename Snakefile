@@ -48,10 +48,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "lib"))  # the package, even when it is not installed
 
+from circuitdev.book.config_schema import check_pipeline_config
 from circuitdev.book.pipeline import NAME_RE, Pipeline, absolute, alternatives
 
 
 configfile: str(Path(workflow.basedir) / "config" / "pipeline.yaml")
+check_pipeline_config(config)  # before any job is planned
 
 
 P = Pipeline(config, workflow.basedir)  # the configuration, resolved once (circuitdev.book.pipeline)

@@ -13,7 +13,7 @@ import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "circuitdev"
 STAGES = ["measure", "sources", "analysis", "book"]
-BASICS = {"errors", "schema", "paths", "atomic", "runinfo"}
+BASICS = {"errors", "schema", "paths", "atomic", "runinfo", "locks"}  # locks: one advisory lock per written folder
 
 
 def stage_of(module: str) -> str | None:

@@ -42,7 +42,7 @@ from circuitdev.measure.families import FAMILIES, FamilyName
 from circuitdev.paths import panels_dir
 from circuitdev.sources.hub_revisions import STEP_BRANCH_RE, resolve_log_spaced
 from circuitdev.sources.refined import refined_revisions
-from circuitdev.sources.revision import Revision, as_int
+from circuitdev.sources.revision import NAME_RE, Revision, as_int
 
 Dtype = Literal["fp32", "fp16", "bf16"]
 DTYPE_ALIASES: dict[str, Dtype] = {
@@ -52,7 +52,6 @@ DTYPE_ALIASES: dict[str, Dtype] = {
 }  # fmt: skip
 PanelSource = Literal["probe", "toy"]
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # panel and revision names become file names
 _HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 _TOP_KEYS = {"name", "model", "family", "dtype", "revisions", "probe", "tokens_per_step", "description", "source",
              "candidates"}
@@ -234,7 +233,7 @@ def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resol
         raise ConfigError(f"{where}: missing required field(s) {missing}; a panel needs {', '.join(_REQUIRED)}")
 
     name = str(raw["name"])
-    if not _NAME_RE.match(name):
+    if not NAME_RE.match(name):
         raise ConfigError(f"{where}: name {name!r} must use letters, digits, '.', '_' or '-' (it names a results folder)")
     family = str(raw["family"])
     if family not in FAMILIES:
@@ -304,7 +303,7 @@ def _parse_revision(raw: Any, i: int, tokens_per_step: int | None, where: str) -
         raise ConfigError(f"{at}: missing `name` (the hub branch or the revision's sub-folder)")
     name = str(raw["name"])
     at = f"{where}: revision {name!r}"
-    if not _NAME_RE.match(name):
+    if not NAME_RE.match(name):
         raise ConfigError(f"{at}: names may use letters, digits, '.', '_' or '-' only (they name result files)")
     step = raw.get("step")
     if step is None and (m := STEP_BRANCH_RE.match(name)):

@@ -2,15 +2,18 @@
 
 Its own module because three readers build Revisions -- the panel file (`sources.panels`), the hub's branches
 (`sources.hub_revisions`) and the revisions `circuitdev refine` added (`sources.refined`) -- and the panel loader uses
-the other two. `as_int` is how all three read a count from a config value.
+the other two. `as_int` is how all three read a count from a config value, `NAME_RE` what a name may be.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from circuitdev.errors import ConfigError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # panel and revision names become file names
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ interval over its groups (`control_interval`: the spread between groups, which d
 "Necessary" is judged against a control, not against no ablation: excess_drop = top1_drop minus the control's mean
 drop (the matched groups, or the any-layer ones where the circuit fills its layers: sidecar `excess_control`), with
 an interval combining the control's and the circuit's (`excess_interval`). top1_drop alone says what zeroing the
-circuit costs in top-1. `store.load_revision_table` merges the rows that match the current records.
+circuit costs in top-1. `revision_table.load_revision_table` merges the rows that match the current records.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def test_record_holds_the_behaviour_block_and_replicates(probed):
     path, out = probed
     paths = record_paths(out, "toy-copier", "step2")
     meta = json.loads(paths.sidecar.read_text())
-    assert meta["format"] == FORMAT == "circuitdev.record/4"
+    assert meta["format"] == FORMAT == "circuitdev.record/5"
     block = meta["behaviour"]
     assert block["n"] == PROBE["n"] and block["n_prefix"] == PROBE["n_prefix"] and block["n_boot"] == PROBE["n_boot"]
     assert block["norm_streams"] == ["embed", "l0", "l1"] and len(block["norm_ratio"]) == 3
@@ -100,6 +100,9 @@ def test_load_revision_table_columns_and_values(probed):
         assert (row.top1, row.loss_b, row.icl_score, row.icl_score_hi) == (
             block["top1"], block["loss_b"], block["icl_score"], block["icl_score_hi"])
         assert row.norm_ratio_l1 == block["norm_ratio"][2]
+    for row in table.itertuples():  # Gu et al.'s rate: the per-head share averaged over every head of the revision
+        heads = read_parquet(record_paths(out, "toy-copier", row.revision).parquet)
+        assert len(heads) == 2 * 4 and row.gu_sink_rate == heads["gu_sink_share"].mean()
     assert table["ablated_top1"].isna().all()  # not computed yet: NaN, the columns still there
     assert 0 < table["top1"].max() < 1
     # the same function from the records module's RecordSet, without the ablation columns

@@ -71,7 +71,7 @@ from circuitdev.errors import DataError
 from circuitdev.locks import folder_lock
 from circuitdev.sources.panels import Panel
 from circuitdev.sources.revision import Revision
-from circuitdev.sources.record_format import (FORMAT, READABLE_FORMATS, behaviour_boot_table, boot_table, null_table,
+from circuitdev.sources.record_format import (FORMAT, LEGACY_COLUMNS, READABLE_FORMATS, behaviour_boot_table, boot_table, null_table,
                                              outdated_reason, record_table)
 from circuitdev.sources.weights import weights_differ
 
@@ -214,7 +214,7 @@ def read_record(results_dir: str | os.PathLike, panel: str, revision: str, *,
             f"record {paths.parquet} is {status.state}: {status.reason}. Compute it with "
             f"`circuitdev probe --panel {panel} --revision {revision} --out {results_dir}`"
         )
-    table = read_parquet(paths.parquet)
+    table = read_parquet(paths.parquet).rename(columns=LEGACY_COLUMNS)
     if len(table) != status.sidecar["parquet"]["rows"]:
         raise DataError(f"record {paths.parquet}: {len(table)} rows, sidecar says {status.sidecar['parquet']['rows']}")
     return table, status.sidecar

@@ -27,7 +27,8 @@
 # {glue:text}`audit-total` match and {glue:text}`audit-differs` differ.
 
 # %% tags=["remove-cell"]
-from circuitdev.analysis.audit import MATCH_RULE, audit_table
+from circuitdev.analysis.audit import audit_table
+from circuitdev.analysis.claims import MATCH_RULE
 from circuitdev.book import chapter, plots
 
 # %% tags=["parameters", "remove-cell"]

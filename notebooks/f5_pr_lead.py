@@ -28,7 +28,8 @@
 # %% tags=["remove-cell"]
 import pandas as pd
 
-from circuitdev.analysis import findings, pr_lead
+from circuitdev.analysis import findings
+from circuitdev.analysis.findings import f5_pr_lead as pr_lead
 from circuitdev.book import ElevationRule, HeadClass, Source, chapter, controls, plots
 
 # %% tags=["parameters", "remove-cell"]

@@ -17,7 +17,7 @@
 # defaults (`circuitdev.ProbeConfig`), which are the paper's.
 
 # %% tags=["remove-cell"]
-from circuitdev.analysis.pr_lead import PR_SIGNAL_FLOOR
+from circuitdev.analysis.findings.f5_pr_lead import PR_SIGNAL_FLOOR
 from circuitdev.book import chapter, plots
 from circuitdev.measure.batch import default_first_a_range, induction_batch
 from circuitdev.measure.positions import baseline_positions

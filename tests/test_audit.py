@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 
 from circuitdev import cli
-from circuitdev.analysis.audit import CLAIMS_PATH, QUANTITIES, Claim, compare, load_claims, run_audit
+from circuitdev.analysis.audit import run_audit
+from circuitdev.analysis.claims import CLAIMS_PATH, Claim, compare
+from circuitdev.analysis.quantities import QUANTITIES, load_claims
 from circuitdev.errors import ConfigError
 from circuitdev.sources.published import load_published
 from circuitdev.analysis.reanalysis import CONTRACT_COLUMNS, reanalyse
@@ -72,10 +74,19 @@ def test_numbers_match_at_the_precision_the_paper_writes():
     assert compare(claim(9.75e7, significant=3), 97_539_000) and not compare(claim(9.75e7, significant=3), 97_600_000)
 
 
+def test_a_bound_is_consistent_on_its_side_only():
+    from circuitdev.analysis.claims import consistent_with_bound
+
+    assert consistent_with_bound(claim(20), 20.0, "upper") and consistent_with_bound(claim(15), 20.0, "upper")
+    assert not consistent_with_bound(claim(25), 20.0, "upper")
+    assert consistent_with_bound(claim(21), 20.95, "lower") and consistent_with_bound(claim(30), 20.95, "lower")
+    assert not consistent_with_bound(claim(19), 20.95, "lower") and consistent_with_bound(claim(19), 20.95, "none")
+
+
 def test_the_rule_is_the_digits_the_paper_printed():
     """One value, two printings: 181.645 rounds to the paper's 181.6 but not to its 181.60 -- the rule the audit page
     states (MATCH_RULE). A tie at exactly half a unit matches whichever way the paper rounded."""
-    from circuitdev.analysis.audit import MATCH_RULE
+    from circuitdev.analysis.claims import MATCH_RULE
 
     assert compare(claim(181.6, decimals=1), 181.645) and not compare(claim(181.60, decimals=2), 181.645)
     assert compare(claim(181.60, decimals=2), 181.6049) and not compare(claim(181.60, decimals=2), 181.6051)
@@ -314,7 +325,11 @@ def test_reanalysis_of_the_published_data(tmp_path):
     finals = bos.groupby("model", sort=False).tail(1)
     assert (100 * finals["bos_fraction"]).round(1).tolist() == [57.8, 80.9, 75.8]
     audit = tables["audit_detail"].set_index("id")
-    assert set(audit["status"]) == {"match", "differs"}
+    # a censored value is compared as the bound it is, never a plain match (issue 29): OLMoE's gap and milestones
+    assert set(audit["status"]) == {"match", "differs", "consistent (bound)"}
+    assert audit.loc["F3.gap@olmoe-1b-7b-0924", "status"] == "consistent (bound)"
+    assert audit.loc["F4.recall.olmoe-1b-7b-0924@33", "status"] == "consistent (bound)"
+    assert "upper bound" in audit.loc["F3.olmoe-1b-7b-0924@induction_3_heads", "reason"]
     assert (audit.filter(like="F2.table", axis=0)["status"] == "match").all()
     assert (audit.filter(like="F5.L4H4", axis=0)["status"] == "match").all()
     assert audit.loc["F2.jump.olmo-1b-0724", "status"] == "match"

@@ -72,11 +72,12 @@ def test_pr_features_follow_the_authors_trapezoid(dev):  # noqa: F811
     assert E not in set(feats.index.get_level_values(0))  # no PR trajectory
 
 
-def test_the_former_module_name_is_the_f5_module():
-    """`circuitdev.analysis.pr_lead` (the public name pages import) is the F5 module itself, not a copy."""
-    from circuitdev.analysis import pr_lead
+def test_no_module_aliases_the_f5_module():
+    """Issue 28: no `sys.modules` alias (the former `analysis.pr_lead`); the facade's F5 names are the module's."""
+    import importlib.util
 
-    assert pr_lead is PR and F.pr_lead is PR.pr_lead and F.head_trajectories is PR.head_trajectories
+    assert importlib.util.find_spec("circuitdev.analysis.pr_lead") is None
+    assert F.pr_lead is PR.pr_lead and F.head_trajectories is PR.head_trajectories
 
 
 def test_pr_selectivity_is_titled_and_says_when_empty():

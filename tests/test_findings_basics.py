@@ -47,3 +47,16 @@ def test_missing_columns_name_the_function_and_column(dev):  # noqa: F811
         F.bos_fraction(dev.drop(columns="sel_first_token"))
     with pytest.raises(DataError, match="empty"):
         F.revisions(dev.iloc[:0])
+
+
+def test_one_head_name_and_one_parser():
+    """Issue 28 item 4: heads are written and read in one place (schema.head_name / parse_head / heads_text)."""
+    from circuitdev.errors import ConfigError
+    from circuitdev.schema import head_name, heads_text, parse_head
+
+    assert head_name(4, 12) == "L4H12" and parse_head("L4H12") == (4, 12)
+    assert parse_head("L4_H12") == parse_head("l4h12") == parse_head((4, 12)) == (4, 12)
+    assert all(parse_head(head_name(l, h)) == (l, h) for l in range(3) for h in range(11))
+    assert heads_text({2: [10, 1], 0: [3]}) == "L0H3 L2H1 L2H10"  # by layer, then head, as numbers
+    with pytest.raises(ConfigError, match="L4H4"):
+        parse_head("head 4")

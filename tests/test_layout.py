@@ -13,7 +13,7 @@ import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "circuitdev"
 STAGES = ["measure", "sources", "analysis", "book"]
-BASICS = {"errors", "schema", "paths", "atomic", "runinfo"}
+BASICS = {"errors", "schema", "paths", "atomic", "runinfo", "locks"}  # locks: one advisory lock per written folder
 
 
 def stage_of(module: str) -> str | None:
@@ -49,7 +49,7 @@ def test_no_module_imports_from_a_later_stage(path):
 
 def test_published_data_and_findings_never_import_torch():
     code = ("import sys\nimport circuitdev.sources.published, circuitdev.sources.store, circuitdev.sources.fetch\n"
-            "import circuitdev.analysis.findings, circuitdev.analysis.pr_lead, circuitdev.analysis.audit\n"
+            "import circuitdev.analysis.findings, circuitdev.analysis.audit\n"
             "import circuitdev.analysis.reanalysis, circuitdev.book.chapter, circuitdev.book.plots\n"
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

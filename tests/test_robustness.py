@@ -220,3 +220,15 @@ def test_how_robust_glues_ranges_and_hangs_on_and_draws_the_figure(published_fix
         tier="published"), figure=False)
     assert len(figures) == 1 and glued["f3-robust-f1-floor-pub-olmo-ranges"] == "40–1000×"
     assert plots.robustness_map(table.assign(tier="published"), tier="toy").axes[0].texts  # a placeholder
+
+
+def test_one_formatter_of_ranges_of_bars():
+    """Issue 28 item 4: the audit's diagnostic, F2's shape ranges and the robustness ranges write bars one way."""
+    from circuitdev.analysis.bars import bar_runs, runs_text
+
+    grid = (2, 3, 5, 7, 50, 75, 100)
+    assert bar_runs([100, 2, 3, 5, 50], grid) == [(2, 5), (50, 50), (100, 100)]
+    assert bar_runs([], grid) == [] and runs_text([]) == ""
+    assert runs_text(bar_runs([2, 3, 5, 75, 100], grid)) == "2–5×, 75–100×"
+    assert runs_text([(5, 25), (35, 35), (45, 100)], last=" and ") == "5–25×, 35× and 45–100×"
+    assert F.ranges_text([(5.0, 50.0)]) == "5–50×" and F.ranges_text([]) == "at no bar of the grid"

@@ -171,21 +171,3 @@ def test_probe_end_to_end(trained):
         assert len(table) == TINY.n_layer * TINY.n_head
         cols = {"sel_induction", "sel_first_token", "sel_first_token_allq", "mass_first_token_allq", "pr"}
         assert cols <= set(table.columns) and table[sorted(cols)].notna().all().all()
-
-
-def test_formation_summary_counts_heads_per_revision():
-    import pandas as pd
-
-    from circuitdev.toy.report import first_formed, formation_summary
-
-    def rev(name, tokens, ind, s2a, allq):
-        return pd.DataFrame({"revision": name, "tokens": tokens, "layer": [0, 1, 2], "head": 0,
-                             "sel_induction": ind, "sel_first_token": s2a, "sel_first_token_allq": allq,
-                             "mass_first_token_allq": [0.0, 0.1, 0.4]})
-
-    df = pd.concat([rev("step9", 900, [1, 60, 2], [0, 0, 40], [0, 0, 31]), rev("step1", 100, [1, 2, 3], [0, 0, 0], [0, 0, 0])])
-    s = formation_summary(df)
-    assert list(s["revision"]) == ["step1", "step9"]  # token order
-    assert s.iloc[1][["n_induction", "n_sink_2a", "n_sink_allq"]].tolist() == [1, 1, 1]
-    assert s.iloc[1]["induction_layers"] == [1] and s.iloc[1]["sink_2a_layers"] == [2]
-    assert first_formed(s, "n_induction") == "step9" and first_formed(s, "n_sink_2a", at_least=2) is None

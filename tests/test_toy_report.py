@@ -47,14 +47,18 @@ def test_first_events_in_token_order_with_censoring(dev):
     assert ev.loc[("a", "sink-allq-first"), "layers"] == [0, 1]
     # 10% of 4 heads: one head is enough
     assert ev.loc[("a", "sinks-10pct"), "revision"] == "step9"
-    assert ev.loc[("b", "prev-first"), "censored"] == "first" and ev.loc[("b", "prev-first"), "revision"] == "step0"
+    # one censoring rule (findings.milestones'): held at step0, the initialisation, is exact -- nothing came before it
+    assert ev.loc[("b", "prev-first"), "censored"] == "" and ev.loc[("b", "prev-first"), "revision"] == "step0"
     assert ev.loc[("b", "sink-first"), "last_revision"] == "step3"
     texts = {k: toy_page.event_text(r) for k, r in zip(ev.index, ev.to_dict("records"))}
-    assert texts[("b", "prev-first")].startswith("≤ step0 (the first probed revision; 0 tokens; layer 0")
+    assert texts[("b", "prev-first")] == "step0 (0 tokens; layer 0)"
     assert texts[("a", "induction-3")] == "not by step9"
     assert texts[("a", "sink-allq-first")] == "step9 (9k tokens; layers 0, 1)"
     assert toy_page.revisions_list(ev.reset_index(), "prev-first", ["a", "b", "c"]) == \
-        "a step5, b ≤ step0, c not in this build"
+        "a step5, b step0, c not in this build"
+    # held at a first probed revision after initialisation: a bound
+    low = report.first_events(dev, report.toy_events(prev=1)).set_index(["panel", "key"]).loc[("a", "prev-first")]
+    assert low["censored"] == "first" and toy_page.event_text(low).startswith("≤ step1 (the first probed revision")
 
 
 def test_heads_at_the_end_and_the_floors_strongest_head(dev):
@@ -110,7 +114,7 @@ def test_training_runs_read_recipe_json(tmp_path):
 
 def test_onsets_read_as_bounds():
     frame = pd.DataFrame({"panel": ["p", "q", "r"], "revision": ["s1", "s9", None], "revision_index": [0, 3, None],
-                          "tokens_b": [6.0, 41.0, np.nan]})
+                          "tokens_b": [6.0, 41.0, np.nan], "bound": ["upper", "exact", "lower"]})
     assert toy_page.onsets_text(frame) == ("p ≤ 6B tokens (its first revision), q 41B tokens, "
                                            "r not by its last revision")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+from circuitdev.errors import ConfigError
+
 # The paper's thresholds (method reference §2, §6). Every default in the library that means "the paper's value"
 # refers to these.
 CLASS_THRESHOLD = 30.0  # a head is classified as its best class when that selectivity reaches this
@@ -54,6 +56,33 @@ def check_head_class(head_class: str) -> HeadClass:
 
 
 SEL_COLUMNS: tuple[str, ...] = tuple(sel_column(c) for c in HEAD_CLASSES)
+
+# ----------------------------------------------------------------------------------------------------- heads by name
+# A set of heads by layer, {layer: [head, ...]} (TransformerLens' LayerToHead): what an ablation zeroes.
+LayerToHead = dict[int, list[int]]
+
+
+def head_name(layer: int, head: int) -> str:
+    """The one way a head is written: layer 4, head 4 -> "L4H4"."""
+    return f"L{int(layer)}H{int(head)}"
+
+
+def parse_head(name) -> tuple[int, int]:
+    """(layer, head) from "L4H4" (also "L4_H4", "l4h4" or a (4, 4) pair); ConfigError names the forms it takes."""
+    if isinstance(name, (tuple, list)):
+        return int(name[0]), int(name[1])
+    text = str(name).strip().upper().replace("_", "")
+    try:
+        layer, head = text.removeprefix("L").split("H")
+        return int(layer), int(head)
+    except ValueError as err:
+        raise ConfigError(f"head {name!r}: write heads as 'L4H4', 'L4_H4' or (4, 4)") from err
+
+
+def heads_text(heads: LayerToHead) -> str:
+    """A set of heads as the tables write it: {2: [7, 1], 0: [3]} -> "L0H3 L2H1 L2H7" (by layer, then head)."""
+    return " ".join(head_name(layer, h) for layer in sorted(heads, key=int) for h in sorted(heads[layer], key=int))
+
 
 # Developmental-table columns. Required ones must be present in every source; optional ones may be NaN / absent
 # (e.g. the published files carry no all-query sink score, and PR is known only where a trajectory exists).

@@ -44,7 +44,7 @@ import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
 import circuitdev
-from circuitdev.analysis import pr_lead as lead_lib
+from circuitdev.analysis.findings import f5_pr_lead as lead_lib
 from circuitdev.book import plots as book_plots
 from circuitdev.book.display import show_table
 from circuitdev.measure.ablation import matched_random_groups

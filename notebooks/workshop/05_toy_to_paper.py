@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt
 
 from circuitdev.analysis import findings
 from circuitdev.analysis.audit import run_audit
-from circuitdev.analysis.claims import load_claims
+from circuitdev.analysis.quantities import load_claims
 from circuitdev.book import display
 from circuitdev.workshop import checks, data, plots
 

@@ -1,21 +1,16 @@
 """The paper-vs-data audit: every numeric claim of data/claims.yaml, re-derived from a developmental table.
 
 Each claim names a `quantity` (the registry QUANTITIES below); the audit computes it from the data with the findings
-functions and compares it with the paper's value:
-
-- numbers match when the data, rounded to the digits the paper printed, give the paper's number (MATCH_RULE): the
-  data lie within half a unit of the last place the paper writes (`decimals`, default: the literal's own decimals;
-  a tie at exactly half a unit matches, whichever way the paper rounded it). A claim written 181.6 matches 181.645;
-  one written 181.60 does not (181.645 rounds to 181.64 or 181.65); "~6B" (written 6) matches a revision at 6.291B,
-  "21x" matches 20.95x; `significant: n` compares n significant digits instead (for values written like 9.75e7);
-- lists match element by element, head lists as sets; "never" (the paper's "—") matches a milestone never reached;
-- strings and booleans match when equal.
+functions and compares it with the paper's value under the match rule of `analysis.claims` (`compare`, MATCH_RULE: the data, rounded to the digits the paper printed,
+give the paper's number; lists element by element, head lists as sets; "never" matches a milestone never reached).
 
 A differing claim whose quantity depends on a selectivity threshold gets a diagnostic: the thresholds in
 [2, 1000]x at which the data would reproduce the paper's value (so "the paper's 41B is what 30x gives" is found by
 computation). Claims the data cannot decide (no such revision, no null draws, no ablation row, no definition of
 "elevated", or a paper value from another run than the files: `other_run` in claims.yaml) go to a separate
-`unverified` table with the reason; `status` in the main table is strictly match / differs. Claims of the findings
+`unverified` table with the reason; `status` in the main table is match / differs, or, where the data give a
+bound (a censored milestone, recall level or gap: the quantity says so), "consistent (bound)" / "differs (bound)"
+-- a bound is never a plain match (STATUSES). Claims of the findings
 and the ablations are counted apart from bookkeeping claims (BOOKKEEPING: the panels' revision lists, the method's
 quoted settings), so that a mismatch of a revision label is not read as a failed finding.
 """
@@ -23,7 +18,6 @@ quoted settings), so that a mismatch of a revision label is not read as a failed
 from __future__ import annotations
 
 import inspect
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,47 +25,17 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import findings as F
-from circuitdev.analysis.claims import CLAIMS_PATH, Claim, load_claims
-from circuitdev.analysis.quantities import NEVER, QUANTITIES, AuditContext, Quantity, Unverifiable, decimals_of
+from circuitdev.analysis.bars import bar_runs, runs_text
+from circuitdev.analysis.claims import CLAIMS_PATH, Claim, compare, consistent_with_bound, half_unit, is_number
+from circuitdev.analysis.quantities import QUANTITIES, AuditContext, Quantity, Unverifiable, load_claims
 from circuitdev.sources.published import PublishedData
 
 AUDIT_COLUMNS = ["claim", "paper_value", "data_value", "status", "reason"]
-MATCH_RULE = ("a number matches when the data, rounded to the digits the paper printed, give the paper's number "
-              "(within half a unit of its last printed place: 181.645 matches a printed 181.6 but not a printed "
-              "181.60); lists match element by element, head lists as sets")
+STATUSES = ("match", "differs", "consistent (bound)", "differs (bound)")
+_BOUND_WORDS = {"upper": "an upper bound (reached at or before the first probed revision)",
+                "lower": "a lower bound", "none": "censored both ways"}
 BOOKKEEPING = ("panel", "method")  # claims about the setup, not a finding: counted apart
 UNVERIFIED_COLUMNS = ["claim", "paper_value", "data_value", "reason"]
-
-
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
-
-
-def _num_match(paper: float, data: float, claim: Claim) -> bool:
-    if claim.significant:
-        digits = claim.significant - 1 - math.floor(math.log10(abs(paper))) if paper else claim.significant
-        return abs(round(data, digits) - paper) <= 1e-9 * max(1.0, abs(paper))
-    return abs(data - paper) <= _half_unit(claim) + 1e-9 * max(1.0, abs(paper))
-
-
-def _half_unit(claim: Claim) -> float:
-    """Half a unit in the last place the paper writes: the rounding tolerance of a numeric claim."""
-    return 0.5 * 10.0 ** -(claim.decimals if claim.decimals is not None else decimals_of(claim.paper))
-
-
-def compare(claim: Claim, data) -> bool:
-    """True when `data` reproduces the claim's paper value under the rounding rule of the module docstring."""
-    paper = claim.paper
-    if claim.quantity == "circuit_heads":
-        return sorted(map(str, paper)) == sorted(map(str, data))
-    if isinstance(paper, list):
-        return isinstance(data, list) and len(paper) == len(data) and all(
-            compare(Claim(**{**claim.__dict__, "paper": p}), d) for p, d in zip(paper, data))
-    if paper == NEVER or data == NEVER:
-        return paper == data
-    if _is_number(paper) and _is_number(data):
-        return _num_match(float(paper), float(data), claim)
-    return str(paper) == str(data)
 
 
 def _fmt(value, decimals: int | None = None) -> str:
@@ -79,7 +43,7 @@ def _fmt(value, decimals: int | None = None) -> str:
         return "[" + ", ".join(_fmt(v, decimals) for v in value) + "]"
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value)).lower()
-    if _is_number(value):
+    if is_number(value):
         if decimals is not None:
             return f"{float(value):.{decimals}f}"
         return f"{value:.6g}" if isinstance(value, (float, np.floating)) else str(value)
@@ -104,20 +68,9 @@ def _reproducing_thresholds(ctx: AuditContext, claim: Claim, fn: Quantity) -> st
             hits.append(float(tau))
     if not hits:
         return f"; no threshold of {DIAGNOSTIC_THRESHOLDS[0]:g}–{DIAGNOSTIC_THRESHOLDS[-1]:g}× reproduces the paper's value"
-    return (f"; the paper's value is reproduced at thresholds {grid_runs(hits)} (of the grid's "
-            f"{len(DIAGNOSTIC_THRESHOLDS)} bars, audit.DIAGNOSTIC_THRESHOLDS)")
-
-
-def grid_runs(values: list[float], grid: tuple = DIAGNOSTIC_THRESHOLDS) -> str:
-    """Grid values as runs of neighbours on the grid: [2, 3, 5, 75, 100] -> "2–5×, 75–100×"; a lone value "50×"."""
-    index = sorted(grid.index(v) for v in values)
-    runs: list[list[int]] = []
-    for i in index:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    return ", ".join(f"{grid[r[0]]:g}×" if len(r) == 1 else f"{grid[r[0]]:g}–{grid[r[-1]]:g}×" for r in runs)
+    runs = runs_text(bar_runs(hits, DIAGNOSTIC_THRESHOLDS))
+    return (f"; the paper's value is reproduced at thresholds {runs} (of the grid's {len(DIAGNOSTIC_THRESHOLDS)} "
+            "bars, audit.DIAGNOSTIC_THRESHOLDS)")
 
 
 @dataclass(frozen=True)
@@ -127,7 +80,8 @@ class AuditResult:
 
     @property
     def summary(self) -> dict[str, int]:
-        """Counts of every claim (claims, match, differs, unverified) and the same for the findings and ablations
+        """Counts of every claim (claims, match, differs, consistent_bound, differs_bound, unverified) and the same
+        for the findings and ablations
         (findings_*) and for the bookkeeping claims (bookkeeping_*) apart."""
         out = {}
         for prefix, keep in (("", None), ("findings_", False), ("bookkeeping_", True)):
@@ -136,7 +90,9 @@ class AuditResult:
                 self.unverified[self.unverified["finding"].isin(BOOKKEEPING) == keep])
             counts = t["status"].value_counts().to_dict()
             out.update({f"{prefix}claims": len(t) + len(u), f"{prefix}match": counts.get("match", 0),
-                        f"{prefix}differs": counts.get("differs", 0), f"{prefix}unverified": len(u)})
+                        f"{prefix}differs": counts.get("differs", 0),
+                        f"{prefix}consistent_bound": counts.get("consistent (bound)", 0),
+                        f"{prefix}differs_bound": counts.get("differs (bound)", 0), f"{prefix}unverified": len(u)})
         return out
 
 
@@ -150,6 +106,13 @@ def run_audit(dev: pd.DataFrame, *, claims: list[Claim] | str | Path | None = No
     claims = load_claims(claims if claims is not None else CLAIMS_PATH) if not isinstance(claims, list) else claims
     with F.reuse_indexes():  # the sweeps re-evaluate findings on the same frames many times
         return _audit(AuditContext(dev=dev, published=published, nulls=nulls), claims, diagnose)
+
+
+def _unpack(value) -> tuple:
+    """A quantity's value, context and bound: value, (value, context) or (value, context, bound)."""
+    if not isinstance(value, tuple):
+        return value, "", "exact"
+    return (*value, "exact") if len(value) == 2 else value
 
 
 def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResult:
@@ -167,7 +130,7 @@ def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResul
                                "data_value": "" if why.data_value is None else _fmt(why.data_value),
                                "reason": f"{why}{note}", **extra})
             continue
-        value, context = value if isinstance(value, tuple) else (value, "")
+        value, context, bound = _unpack(value)
         context = f" [{context}]" if context else ""
         if claim.other_run:  # the files hold another run: shown, never counted as a match or a mismatch
             agree = "agrees with" if compare(claim, value) else "differs from"
@@ -175,9 +138,14 @@ def _audit(ctx: AuditContext, claims: list[Claim], diagnose: bool) -> AuditResul
                                "reason": f"the paper's value comes from another run ({claim.other_run}); the files' "
                                          f"value {agree} it at the paper's precision{context}", **extra})
             continue
-        if compare(claim, value):
-            exact = not _is_number(claim.paper) or claim.significant or isinstance(claim.paper, int)
-            rule = "equal" if exact else f"equal at the paper's precision (±{_half_unit(claim):g})"
+        if bound != "exact":  # a censored value: compared as the bound it is, never a plain match
+            ok = consistent_with_bound(claim, value, bound)
+            status = "consistent (bound)" if ok else "differs (bound)"
+            reason = f"the data give {_BOUND_WORDS.get(bound, bound)}, {_fmt(value)}: the paper's {paper_text} " \
+                     f"{'is' if ok else 'is not'} on its side{context}{note if not ok else ''}"
+        elif compare(claim, value):
+            exact = not is_number(claim.paper) or claim.significant or isinstance(claim.paper, int)
+            rule = "equal" if exact else f"equal at the paper's precision (±{half_unit(claim):g})"
             status, reason = "match", f"{rule}{context}"
         else:
             status = "differs"

@@ -1,22 +1,38 @@
-"""The paper's numeric claims (data/claims.yaml): one `Claim` per stated number, with the quantity that re-derives it.
+"""The paper's numeric claims (data/claims.yaml) and the rule that says when data reproduce one.
 
 Each entry names where the paper states it, the finding, the paper's value and a `quantity` of the registry in
-`analysis.quantities` with its parameters; a `series` expands into one claim per element. `load_claims` validates
-every entry against the quantity's signature; `claim_values` gives the paper's values of one claim as a table (the
-book quotes and draws them beside the data).
+`analysis.quantities` with its parameters; a `series` expands into one claim per element. `read_claims` checks the
+file's structure (the registry checks each entry's quantity and parameters: `quantities.load_claims`);
+`paper_claims` looks the paper's claims up by id; `claim_values` gives the paper's values of one claim as a table
+(the book quotes and draws them beside the data).
+
+The match rule (`compare`, MATCH_RULE) lives here, with the claims, so that a finding that tests a paper's number
+(findings.robustness' claims) needs neither the audit nor the registry of quantities:
+
+- numbers match when the data, rounded to the digits the paper printed, give the paper's number: the data lie within
+  half a unit of the last place the paper writes (`decimals`, default: the literal's own decimals; a tie at exactly
+  half a unit matches, whichever way the paper rounded it). A claim written 181.6 matches 181.645; one written
+  181.60 does not; "~6B" (written 6) matches a revision at 6.291B, "21x" matches 20.95x; `significant: n` compares n
+  significant digits instead (for values written like 9.75e7);
+- lists match element by element, head lists as sets; NEVER (the paper's "—") matches a milestone never reached;
+- strings and booleans match when equal;
+- a censored value (a bound: an event already at the first probed revision, `upper`, or a gap built on one) is
+  compared as the bound it is (`consistent_with_bound`): the paper's number is consistent with it when it lies on
+  the bound's side (within the paper's rounding), never a plain match.
 """
 
 from __future__ import annotations
 
-import inspect
+import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import yaml
 
-from circuitdev.analysis.quantities import QUANTITIES
 from circuitdev.errors import ConfigError
 from circuitdev.paths import REPO_ROOT
 
@@ -40,8 +56,10 @@ class Claim:
     other_run: str = ""  # the paper's value comes from another run than the files (which one): they cannot decide it
 
 
-def load_claims(path: str | Path = CLAIMS_PATH) -> list[Claim]:
-    """Read a claims file and expand its series into one Claim each; ConfigError names the claim and the field."""
+def read_claims(path: str | Path = CLAIMS_PATH, *, check=None) -> list[Claim]:
+    """Read a claims file and expand its series into one Claim each; ConfigError names the claim and the field.
+    `check(claim, where)` (the registry's: `quantities.load_claims`) validates each expanded claim's quantity and
+    parameters on top of the file's structure."""
     try:
         doc = yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, yaml.YAMLError) as err:
@@ -56,13 +74,12 @@ def load_claims(path: str | Path = CLAIMS_PATH) -> list[Claim]:
         for key in ("id", "text", "finding", "source", "quantity"):
             if key not in raw:
                 raise ConfigError(f"{where}: field {key!r} missing")
-        if raw["quantity"] not in QUANTITIES:
-            raise ConfigError(f"{where}: field 'quantity': unknown {raw['quantity']!r}; known: {sorted(QUANTITIES)}")
         for claim in _expand(raw, where):
             if claim.id in seen:
                 raise ConfigError(f"{where}: duplicate claim id {claim.id!r}")
             seen.add(claim.id)
-            _check_params(claim, where)
+            if check is not None:
+                check(claim, where)
             claims.append(claim)
     return claims
 
@@ -90,22 +107,9 @@ def _expand(raw: dict, where: str) -> list[Claim]:
     return out
 
 
-def _check_params(claim: Claim, where: str) -> None:
-    parameters = inspect.signature(QUANTITIES[claim.quantity]).parameters
-    accepted = set(parameters) - {"ctx"}
-    unknown = set(claim.params) - accepted
-    if unknown:
-        raise ConfigError(f"{where}: unknown parameter(s) {sorted(unknown)} for quantity {claim.quantity!r}; "
-                          f"it takes {sorted(accepted)}")
-    required = {n for n, p in parameters.items() if p.default is inspect.Parameter.empty} - {"ctx"}
-    missing = sorted(required - set(claim.params))
-    if missing:
-        raise ConfigError(f"{where}: quantity {claim.quantity!r} needs parameter(s) {missing}")
-
-
 def claim_values(claim_id: str, *, path: str | Path = CLAIMS_PATH) -> pd.DataFrame:
     """The paper's values of one claim (a series expands into rows): id, the claim's parameters as columns, paper."""
-    rows = [{"id": c.id, **c.params, "paper": c.paper} for c in load_claims(path)
+    rows = [{"id": c.id, **c.params, "paper": c.paper} for c in read_claims(path)
             if c.id == claim_id or c.id.startswith(claim_id + "@")]
     if not rows:
         raise ConfigError(f"no claim {claim_id!r} in {path}")
@@ -129,3 +133,80 @@ def paper_noise_floor(path: str | Path = CLAIMS_PATH) -> pd.DataFrame:
     k = claim_values("F6.k_above", path=path)[["panel", "revision", "paper"]].rename(columns={"paper": "k_above"})
     return out.merge(k, on=["panel", "revision"], how="left")[
         ["tier", "panel", "revision", "tokens_b", "null_p99", "null_max", "real_max", "k_above"]]
+
+
+@lru_cache(maxsize=4)
+def _cached(path: str) -> tuple[Claim, ...]:
+    return tuple(read_claims(path))
+
+
+def paper_claims(prefix: str, *, path: str | Path = CLAIMS_PATH) -> dict[tuple[str, str], Claim]:
+    """{(panel, item): Claim} of the series whose id starts with `prefix` and that name a panel (item: the series
+    key after "@"); the file is read once per process (the paper's numbers do not change while a build runs)."""
+    out = {}
+    for c in _cached(str(path)):
+        if c.id.startswith(prefix) and "@" in c.id and "panel" in c.params:
+            out[c.params["panel"], str(c.id.split("@", 1)[1])] = c
+    return out
+
+
+def paper_series(prefix: str, *, path: str | Path = CLAIMS_PATH) -> list[Claim]:
+    """The claims whose id starts with `prefix` (read once per process, as `paper_claims`)."""
+    return [c for c in _cached(str(path)) if c.id.startswith(prefix)]
+
+
+# ------------------------------------------------------------------------------------------------- the match rule
+NEVER = "never"  # the paper's "—": a milestone never reached
+MATCH_RULE = ("a number matches when the data, rounded to the digits the paper printed, give the paper's number "
+              "(within half a unit of its last printed place: 181.645 matches a printed 181.6 but not a printed "
+              "181.60); lists match element by element, head lists as sets")
+
+
+def decimals_of(x) -> int:
+    """Decimals a number is written with: 10.9 -> 1, 6 -> 0."""
+    if isinstance(x, (int, np.integer)) or float(x).is_integer():
+        return 0
+    text = np.format_float_positional(float(x), trim="-")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def half_unit(claim: Claim) -> float:
+    """Half a unit in the last place the paper writes: the rounding tolerance of a numeric claim."""
+    return 0.5 * 10.0 ** -(claim.decimals if claim.decimals is not None else decimals_of(claim.paper))
+
+
+def _num_match(paper: float, data: float, claim: Claim) -> bool:
+    if claim.significant:
+        digits = claim.significant - 1 - math.floor(math.log10(abs(paper))) if paper else claim.significant
+        return abs(round(data, digits) - paper) <= 1e-9 * max(1.0, abs(paper))
+    return abs(data - paper) <= half_unit(claim) + 1e-9 * max(1.0, abs(paper))
+
+
+def compare(claim: Claim, data) -> bool:
+    """True when `data` reproduces the claim's paper value under the rounding rule of the module docstring."""
+    paper = claim.paper
+    if claim.quantity == "circuit_heads":
+        return sorted(map(str, paper)) == sorted(map(str, data))
+    if isinstance(paper, list):
+        return isinstance(data, list) and len(paper) == len(data) and all(
+            compare(Claim(**{**claim.__dict__, "paper": p}), d) for p, d in zip(paper, data))
+    if paper == NEVER or data == NEVER:
+        return paper == data
+    if is_number(paper) and is_number(data):
+        return _num_match(float(paper), float(data), claim)
+    return str(paper) == str(data)
+
+
+def consistent_with_bound(claim: Claim, data, bound: str) -> bool:
+    """Whether the paper's value can be the truth that `data`, a bound, bounds: "upper" (the truth is at most
+    data), "lower" (at least), "none" (no bound either way: always); within the paper's rounding (`compare`)."""
+    if compare(claim, data) or bound == "none":
+        return True
+    if not (is_number(claim.paper) and is_number(data)):
+        return False
+    paper, tol = float(claim.paper), half_unit(claim) + 1e-9 * max(1.0, abs(float(claim.paper)))
+    return paper <= float(data) + tol if bound == "upper" else paper >= float(data) - tol

@@ -19,7 +19,7 @@ import pandas as pd
 
 from circuitdev.errors import ConfigError, DataError
 from circuitdev.measure.classify import CountingRule, is_class
-from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, sel_column
+from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, head_name, sel_column
 
 
 def require(dev: pd.DataFrame, columns: Iterable[str], what: str, *, allow_empty: bool = False) -> None:
@@ -136,10 +136,6 @@ def head_counts(dev: pd.DataFrame, head_class: str, *, threshold: float,
 def panel_order(dev: pd.DataFrame) -> dict[str, int]:
     """Panels keep their order of first appearance in the table."""
     return {p: i for i, p in enumerate(pd.unique(dev["panel"]))}
-
-
-def head_name(layer: int, head: int) -> str:
-    return f"L{int(layer)}H{int(head)}"
 
 
 def final_circuit(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float = INDUCTION_THRESHOLD,

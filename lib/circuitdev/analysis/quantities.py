@@ -2,12 +2,15 @@
 
 A quantity computes one number (or list, or string) from an `AuditContext` -- a developmental table plus, for the
 published source, the run metadata, ablations and an optional F6 null table -- using the findings functions, and may
-return `(value, context)` where context says where the value came from. `Unverifiable` means the data cannot decide
+return `(value, context)` where context says where the value came from, or `(value, context, bound)` where the value
+is censored ("upper" / "lower" / "none", as `f3_milestones` says; "exact" otherwise). `Unverifiable` means the data
+cannot decide
 the claim (no such revision, no null draws, no definition); its `data_value` may still say what the data give.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,21 +20,11 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import findings as F
+from circuitdev.analysis.claims import CLAIMS_PATH, NEVER, Claim, decimals_of, read_claims
 from circuitdev.analysis.findings import f5_pr_lead as P
 from circuitdev.errors import ConfigError
-from circuitdev.schema import sel_column
+from circuitdev.schema import parse_head, sel_column
 from circuitdev.sources.published import PublishedData, tokens_b_for_step
-
-NEVER = "never"  # the paper's "—": a milestone never reached
-
-
-def decimals_of(x) -> int:
-    """Decimals a number is written with: 10.9 -> 1, 6 -> 0."""
-    if isinstance(x, (int, np.integer)) or float(x).is_integer():
-        return 0
-    text = np.format_float_positional(float(x), trim="-")
-    return len(text.split(".")[1]) if "." in text else 0
-
 
 class Unverifiable(Exception):
     """The data cannot decide this claim; `data_value` may still carry what the data say under our definitions."""
@@ -115,12 +108,33 @@ def quantity(fn: Quantity) -> Quantity:
     return fn
 
 
+def load_claims(path=CLAIMS_PATH) -> list[Claim]:
+    """The claims file (`claims.read_claims`) with every claim checked against this registry: a known quantity and
+    the parameters its signature takes; ConfigError names the claim and the field."""
+    return read_claims(path, check=_check)
+
+
+def _check(claim: Claim, where: str) -> None:
+    if claim.quantity not in QUANTITIES:
+        raise ConfigError(f"{where}: field 'quantity': unknown {claim.quantity!r}; known: {sorted(QUANTITIES)}")
+    parameters = inspect.signature(QUANTITIES[claim.quantity]).parameters
+    accepted = set(parameters) - {"ctx"}
+    unknown = set(claim.params) - accepted
+    if unknown:
+        raise ConfigError(f"{where}: unknown parameter(s) {sorted(unknown)} for quantity {claim.quantity!r}; "
+                          f"it takes {sorted(accepted)}")
+    required = {n for n, p in parameters.items() if p.default is inspect.Parameter.empty} - {"ctx"}
+    missing = sorted(required - set(claim.params))
+    if missing:
+        raise ConfigError(f"{where}: quantity {claim.quantity!r} needs parameter(s) {missing}")
+
+
 def _rev_label(ctx, panel, revision=None, tokens_b=None) -> str:
     return ctx.revision(panel, revision, tokens_b)["revision"]
 
 
 def _head(head: str, rows: pd.DataFrame) -> pd.Series:
-    layer, h = P.parse_head(head)
+    layer, h = parse_head(head)
     hit = rows[(rows["layer"] == layer) & (rows["head"] == h)]
     if hit.empty:
         raise Unverifiable(f"head {head} is not in the data")
@@ -204,8 +218,8 @@ def milestone_tokens(ctx, panel, milestone, threshold=None, sustained=False):
     """Tokens (B) of the first revision reaching an F3 milestone, or "never"."""
     table = ctx.memo(("milestones", panel, milestone, threshold, sustained), lambda: F.milestones(
         ctx.panel_rows(panel), specs=[F.milestone(milestone, threshold=threshold)], sustained=sustained))
-    row = table.iloc[0]
-    return (NEVER, "never reached") if pd.isna(row["revision"]) else (row["tokens_b"], row["revision"])
+    row = table.iloc[0]  # reached at the first probed revision: an upper bound (f3_milestones' censoring)
+    return (NEVER, "never reached") if pd.isna(row["revision"]) else (row["tokens_b"], row["revision"], row["bound"])
 
 
 @quantity
@@ -215,7 +229,7 @@ def milestone_gap_ratio(ctx, panel, start, end, threshold=None):
     gap = F.milestone_gap(table, start=start, end=end).iloc[0]
     if not np.isfinite(gap["token_ratio"]):
         return NEVER, "a milestone is never reached"
-    return gap["token_ratio"], f"{gap['end_tokens_b']:g}B / {gap['start_tokens_b']:g}B"
+    return gap["token_ratio"], f"{gap['end_tokens_b']:g}B / {gap['start_tokens_b']:g}B", gap["bound"]
 
 
 def _circuit(ctx, panel, revision, tokens_b, threshold, head_class, rule) -> list[str]:
@@ -275,16 +289,18 @@ def recall_tokens(ctx, panel, level_pct, threshold=50.0):
     if pd.isna(row["revision"]):
         return NEVER, "never reached"
     hit = recall[recall["revision"] == row["revision"]].iloc[0]
-    return row["tokens_b"], f"{row['revision']}: {hit['n_found']}/{hit['n_circuit']} heads ({hit['found']})"
+    return (row["tokens_b"], f"{row['revision']}: {hit['n_found']}/{hit['n_circuit']} heads ({hit['found']})",
+            F.first_hit_bound(row["revision_index"], float(recall["tokens_b"].iloc[0])))
 
 
 @quantity
 def recall_token_pct(ctx, panel, level_pct, threshold=50.0):
     """Share of training (%) at the first revision where recall reaches level_pct."""
-    row, _ = _recall_row(ctx, panel, level_pct, threshold)
+    row, recall = _recall_row(ctx, panel, level_pct, threshold)
     if pd.isna(row["revision"]):
         return NEVER, "never reached"
-    return 100 * row["token_fraction"], f"{row['revision']} ({row['tokens_b']:g}B)"
+    return (100 * row["token_fraction"], f"{row['revision']} ({row['tokens_b']:g}B)",
+            F.first_hit_bound(row["revision_index"], float(recall["tokens_b"].iloc[0])))
 
 
 @quantity

@@ -20,9 +20,14 @@ rate at the first revision), f5_base_rate (the share of all heads elevated at ea
 sensitivity, audit_unverified (claims the data cannot decide, with the reason), greater_than (the authors'
 greater-than ablation conditions per model with the Wilson interval of top-1: `greater_than_table`).
 
+    spectral_topk_enrichment.csv  panel, revision, class, observed, k, base_count, n_heads, expected, p_fewer,
+                       p_more: each class's top-K count against its base rate among all heads (hypergeometric;
+                       findings.topk_enrichment; issue 29)
     robustness.csv     claim, panel, item, varied, threshold, rule, value, holds, censored, bound, paper_threshold,
                        paper_rule: every threshold-dependent claim over findings.ROBUSTNESS_THRESHOLDS and the rule
                        variants (findings.robustness_table; issue 21)
+    verdicts.csv       claim, panel, item, verdict, bound, reason: what the data support, per robustness claim
+                       (findings.claim_verdicts: untestable / not supported / fragile / supported; issue 29)
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ from circuitdev.analysis import findings as F
 from circuitdev.analysis.findings import f5_control as C
 from circuitdev.analysis.findings import f5_pr_lead as P
 from circuitdev.analysis.findings import spectral_topk as K
+from circuitdev.analysis.findings import verdicts as V
 from circuitdev.analysis.audit import AUDIT_COLUMNS, UNVERIFIED_COLUMNS, run_audit
 from circuitdev.atomic import write_atomic
-from circuitdev.schema import SEL_COLUMNS
+from circuitdev.schema import SEL_COLUMNS, parse_head
 from circuitdev.sources.published import load_published
 
 CONTRACT_COLUMNS: dict[str, list[str]] = {
@@ -55,7 +61,8 @@ F5_CLASSES = ("induction", "previous-token", "first-token")
 # F5's control (issue 21 item 5): the default elevation rule and the one that uses no future, each with its null
 F5_NULL_SETTINGS = (("fraction-of-peak", 0.5), ("peak-to-date", 0.5))
 SPECTRAL_TOPK_COLUMNS = ["panel", "revision", "class", "count"]  # the contract; extra columns follow
-_PANEL_NAMED = {"spectral_topk"}  # tables whose contract names the panel `panel`, not `model`
+# tables whose contract names the panel `panel`, not `model`
+_PANEL_NAMED = {"spectral_topk", "spectral_topk_enrichment"}
 
 
 def _model(df: pd.DataFrame) -> pd.DataFrame:
@@ -100,6 +107,7 @@ def _findings_tables(dev: pd.DataFrame, nulls: pd.DataFrame | None) -> dict[str,
         tables.update(f5_control_tables(dev))
         if "classification" in dev.columns:
             tables["spectral_topk"] = spectral_topk_table(dev)
+            tables["spectral_topk_enrichment"] = K.topk_enrichment(tables["spectral_topk"], dev)
     tables = {name: t if name in _PANEL_NAMED else _model(t) for name, t in tables.items()}
     for name, columns in CONTRACT_COLUMNS.items():
         if name in tables:
@@ -142,14 +150,17 @@ def reanalyse(published_dir: str | os.PathLike | None = None, out_dir: str | os.
     complete run removes a stale one)."""
     data = load_published(published_dir, allow_partial=allow_partial)
     tables = findings_tables(data.table, nulls=nulls)
-    if "spectral_topk" in tables:  # the authors' own counts beside ours
+    if "spectral_topk" in tables:  # the authors' own counts beside ours, and against the base rate
         tables["spectral_topk"] = spectral_topk_table(data.table, data.topk)
+        tables["spectral_topk_enrichment"] = K.topk_enrichment(tables["spectral_topk"], data.table)
     if data.partial:
         tables["partial"] = pd.DataFrame({"missing_file": list(data.missing)})
     elif out_dir is not None:
         (Path(out_dir) / "partial.csv").unlink(missing_ok=True)
     # --- issue 21: every threshold-dependent claim over the grid of bars and rules (robustness.csv)
     tables["robustness"] = F.robustness_table(data.table)
+    # --- issue 29: a verdict per claim, panel and item (verdicts.csv)
+    tables["verdicts"] = V.claim_verdicts(tables["robustness"], C.lead_null_tests(tables.get("f5_lead_null")))
     # ---
     tables["greater_than"] = greater_than_table(data)
     result = run_audit(data.table, claims=claims, published=data, nulls=nulls)
@@ -185,8 +196,8 @@ def greater_than_table(data) -> pd.DataFrame:
         if ab.empty:
             continue
         layers, heads = (int(grid.loc[model, c]) if model in grid.index else None for c in ("layer", "head"))
-        outside = [None if layers is None else sum(int(l) >= layers or int(h) >= heads for l, h in
-                                                   (n.removeprefix("L").split("H") for n in str(names).split()))
+        outside = [None if layers is None else sum(l >= layers or h >= heads for l, h in
+                                                   map(parse_head, str(names).split()))
                    for names in ab["heads"]]
         parts.append(binomial_intervals(ab, "top1_above", "n_examples").assign(model=model,
                                                                                heads_outside_model=outside))

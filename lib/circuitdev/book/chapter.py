@@ -258,7 +258,7 @@ class Chapter:
         """The audit rows of one finding for the published tier: the paper's value beside the value the authors' own
         files give, as a table (or a note when that tier is absent). Glues `<prefix>-claims-match` / `-total`."""
         from circuitdev.analysis.audit import run_audit
-        from circuitdev.analysis.claims import load_claims
+        from circuitdev.analysis.quantities import load_claims
 
         pub = self.tiers.get("published")
         if pub is None:

@@ -131,11 +131,12 @@ def panel_texts(panels: Sequence[str], runs: pd.DataFrame, events: pd.DataFrame,
 
 def onsets_text(milestones: pd.DataFrame) -> str:
     """The panels of a `findings.milestones` table (one milestone) in the order they reach it: "pythia-1b ≤ 6.29B
-    tokens (its first revision), olmoe-1b-7b-0924 41B tokens, ..."; censored as bounds, never reached last."""
+    tokens (its first revision), olmoe-1b-7b-0924 41B tokens, ..."; censored as bounds (the milestones' `bound`:
+    reached at the first probed revision after initialisation), never reached last."""
     rows = milestones.sort_values("tokens_b", na_position="last").to_dict("records")
     return ", ".join(f"{r['panel']} not by its last revision" if is_missing(r["revision"]) else
                      f"{r['panel']} ≤ {fmt_tokens_b(r['tokens_b'])} tokens (its first revision)"
-                     if r["revision_index"] == 0 else f"{r['panel']} {fmt_tokens_b(r['tokens_b'])} tokens"
+                     if r["bound"] == "upper" else f"{r['panel']} {fmt_tokens_b(r['tokens_b'])} tokens"
                      for r in rows)
 
 

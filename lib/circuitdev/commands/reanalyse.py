@@ -60,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
     finals = tables["bos_fraction"].groupby("model", sort=False).tail(1)
     print("final BOS fraction: " + ", ".join(f"{m} {100 * f:.1f}%" for m, f in zip(finals["model"],
                                                                                   finals["bos_fraction"])))
+    bounds = counts.get("consistent (bound)", 0) + counts.get("differs (bound)", 0)
     print(f"audit: {len(audit) + len(tables['audit_unverified'])} claims: {counts.get('match', 0)} match, "
-          f"{counts.get('differs', 0)} differ, {len(tables['audit_unverified'])} not checkable from these data")
+          f"{counts.get('differs', 0)} differ, " + (f"{bounds} are bounds ({counts.get('consistent (bound)', 0)} "
+                                                    "consistent), " if bounds else "")
+          + f"{len(tables['audit_unverified'])} not checkable from these data")
     print(f"wrote {len(tables) - 1} tables to {relative_to_repo(out)} in {time.perf_counter() - start:.1f} s")
     return 0

@@ -28,7 +28,7 @@ import numpy as np
 
 from circuitdev.errors import ConfigError
 from circuitdev.measure.batch import InductionBatch
-from circuitdev.measure.positions import BASELINE_FLOOR, baseline_positions, local_positions
+from circuitdev.measure.positions import BASELINE_FLOOR, baseline_positions, class_targets
 from circuitdev.schema import HEAD_CLASSES, INTERVAL_LEVEL, HeadClass
 
 LEVEL = INTERVAL_LEVEL  # the interval's coverage
@@ -74,17 +74,9 @@ def sequence_values(attn_rows, batch: InductionBatch, *, baseline_size: int = 50
     n, _, _, t = a.shape  # (N, L, H, T)
     if t != batch.seq_len or n != batch.n:
         raise ConfigError(f"attention rows {a.shape} do not match the batch ({batch.n} x {batch.seq_len})")
-    q, rows = batch.query, np.arange(n)
     first_a = np.asarray(batch.first_a)
-    target = {
-        "induction": a[rows, :, :, first_a + 1],  # (N, L, H)
-        "previous-token": a[..., q - 1],
-        "duplicate-token": a[rows, :, :, first_a],
-        "first-token": a[..., 0],
-        "self": a[..., q],
-        "local": a[..., local_positions(t)].mean(-1, dtype=np.float64),
-    }
-    target = {c: v.astype(np.float64) for c, v in target.items()}
+    target = {c: (v.mean(-1, dtype=np.float64) if c == "local" else v).astype(np.float64)
+              for c, v in class_targets(a, batch).items()}
     positions = baseline_positions(t, baseline_size, baseline_seed)
     keep = np.ones((n, len(positions)), dtype=bool)  # (N, P)
     if baseline_excludes_ab:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.errors import ConfigError
-from circuitdev.schema import (BOS_THRESHOLD, CLASS_THRESHOLD, HEAD_CLASSES, INDUCTION_THRESHOLD,
+from circuitdev.schema import (BOS_THRESHOLD, head_name, CLASS_THRESHOLD, HEAD_CLASSES, INDUCTION_THRESHOLD, LayerToHead,
                                PREV_TOKEN_THRESHOLD, UNCLASSIFIED, check_head_class, sel_column)
 
 CountingRule = Literal["per-class", "best-class"]
@@ -90,12 +90,17 @@ def circuit_memberships(
     )
 
 
-def heads_of(table: pd.DataFrame, mask: pd.Series) -> dict[int, list[int]]:
-    """{layer: [heads]} for the rows where mask holds — the spec format the ablation takes."""
-    spec: dict[int, list[int]] = {}
+def heads_of(table: pd.DataFrame, mask: pd.Series) -> LayerToHead:
+    """{layer: [heads]} for the rows where mask holds — the spec format the ablation takes (schema.LayerToHead)."""
+    spec: LayerToHead = {}
     for layer, head in table.loc[mask, ["layer", "head"]].itertuples(index=False):
         spec.setdefault(int(layer), []).append(int(head))
     return spec
+
+
+def spec_labels(spec: dict[int, list[int]] | None) -> list[str]:
+    """["L1H2", ...] of a head set {layer: [heads]}, in (layer, head) order: how tables and sidecars name it."""
+    return [head_name(layer, head) for layer in sorted(spec or {}) for head in sorted((spec or {})[layer])]
 
 
 def sink_rate(mass_first: np.ndarray | pd.Series, *, epsilon: float = 0.3) -> float:

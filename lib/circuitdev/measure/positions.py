@@ -1,4 +1,5 @@
-"""Positions of the screen at context length T: the query, the class targets, and the fixed baseline set.
+"""Positions of the screen at context length T: the query, the class targets (`class_targets`, the one class ->
+target table), and the fixed baseline set.
 
 Pure numpy (no torch): the book reads the induction ceiling from here without loading a model.
 """
@@ -8,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from circuitdev.errors import ConfigError
-from circuitdev.measure.batch import default_first_a_range
+from circuitdev.measure.batch import InductionBatch, default_first_a_range
+from circuitdev.schema import HeadClass
 
 BASELINE_FLOOR = 1e-8  # the smallest baseline a selectivity divides by (screen and bootstrap alike)
 
@@ -22,6 +24,24 @@ def avoid_positions(seq_len: int) -> set[int]:
 def local_positions(seq_len: int) -> list[int]:
     q = seq_len - 1
     return [q - 2, q - 3, q - 4, q - 5]
+
+
+def class_targets(attn_rows, batch: InductionBatch) -> dict[HeadClass, object]:
+    """The one class -> target table: each sequence's query-row attention at its class's target, from `attn_rows`
+    (N, L, H, T), a torch tensor or a numpy array (indexing keeps its type and dtype). Per class (N, L, H): induction
+    at each sequence's B (first A + 1), duplicate-token at its first A, previous-token at q-1, first-token at 0, self at
+    q; "local" keeps its window's four positions q-2..q-5, (N, L, H, 4), for the caller to average."""
+    n, t = attn_rows.shape[0], attn_rows.shape[-1]
+    q, rows = batch.query, np.arange(n)
+    first_a = np.asarray(batch.first_a)
+    return {
+        "induction": attn_rows[rows, :, :, first_a + 1],
+        "previous-token": attn_rows[..., q - 1],
+        "duplicate-token": attn_rows[rows, :, :, first_a],
+        "first-token": attn_rows[..., 0],
+        "self": attn_rows[..., q],
+        "local": attn_rows[..., local_positions(t)],
+    }
 
 
 def baseline_positions(seq_len: int = 256, size: int = 50, seed: int = 0) -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from circuitdev.measure.batch import InductionBatch
-from circuitdev.measure.positions import BASELINE_FLOOR, avoid_positions, baseline_positions, local_positions
+from circuitdev.measure.positions import BASELINE_FLOOR, avoid_positions, baseline_positions, class_targets
 from circuitdev.errors import ConfigError, NumericalError
 from circuitdev.schema import HeadClass
 
@@ -26,21 +26,17 @@ def target_attention(attn_rows: torch.Tensor, batch: InductionBatch) -> dict[Hea
     n, _, _, t = attn_rows.shape  # (N, L, H, T)
     if t != batch.seq_len or n != batch.n:
         raise ConfigError(f"attention rows {tuple(attn_rows.shape)} do not match the batch ({batch.n} x {batch.seq_len})")
-    q = batch.query
     valid = torch.as_tensor(batch.valid)
     if not valid.any():
         raise ConfigError("no valid example in the batch (B must occur exactly once before the query)")
-    rows = torch.arange(n)
-    first_a = torch.as_tensor(batch.first_a)
-    ind = attn_rows[rows, :, :, first_a + 1][valid].double().mean(0)  # (L, H)
-    dup = attn_rows[rows, :, :, first_a][valid].double().mean(0)
+    at = class_targets(attn_rows, batch)
     return {
-        "induction": ind.numpy(),
-        "previous-token": attn_rows[..., q - 1].mean(0).numpy(),
-        "duplicate-token": dup.numpy(),
-        "first-token": attn_rows[..., 0].mean(0).numpy(),
-        "self": attn_rows[..., q].mean(0).numpy(),
-        "local": attn_rows[..., local_positions(t)].mean(dim=(0, 3)).numpy(),
+        "induction": at["induction"][valid].double().mean(0).numpy(),  # (L, H)
+        "previous-token": at["previous-token"].mean(0).numpy(),
+        "duplicate-token": at["duplicate-token"][valid].double().mean(0).numpy(),
+        "first-token": at["first-token"].mean(0).numpy(),
+        "self": at["self"].mean(0).numpy(),
+        "local": at["local"].mean(dim=(0, 3)).numpy(),
     }
 
 

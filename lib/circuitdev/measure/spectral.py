@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from circuitdev.errors import ConfigError
+from circuitdev.measure.pr_integral import pr_integral
 
 _EPS_TOTAL = 1e-12  # floor on the summed energy (all-zero matrix)
 _EPS_LOG = 1e-12  # inside the log, as the authors write it
@@ -43,16 +44,13 @@ def head_prs(head_out: torch.Tensor, *, n: int | None = None) -> np.ndarray:
 def trajectory_features(pr: np.ndarray, tokens_b: np.ndarray) -> dict[str, np.ndarray]:
     """The authors' static trajectory features over revisions (last axis of `pr`, aligned with `tokens_b`).
 
-    integral = trapezoid of max(PR - 1, 0) over ln(max(tokens_B, 1)): revisions below 1B tokens all sit at log 0 and
-    contribute nothing (a quirk of the authors' clip, kept for fidelity). spread = max - min.
+    integral = `pr_integral.pr_integral`: the trapezoid of max(PR - 1, 0) over ln(max(tokens_B, 1)) (revisions below
+    1B tokens all sit at log 0 and contribute nothing, a quirk of the authors' clip kept for fidelity).
+    spread = max - min.
     """
     pr = np.asarray(pr, dtype=float)
-    x = np.log(np.maximum(np.asarray(tokens_b, dtype=float), 1.0))
-    if pr.shape[-1] != x.shape[0]:
-        raise ConfigError(f"PR trajectory has {pr.shape[-1]} revisions but {x.shape[0]} token counts")
-    y = np.maximum(pr - 1.0, 0.0)
     return {
-        "integral": np.trapezoid(y, x, axis=-1),
+        "integral": pr_integral(pr, tokens_b),
         "spread": pr.max(-1) - pr.min(-1),
         "final_pr": pr[..., -1],
         "max_pr": pr.max(-1),

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from circuitdev.schema import heads_text, parse_head
 from circuitdev.sources.published_checks import as_list, fail, number, read_json, require
 from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
@@ -40,8 +41,7 @@ def load_ablation(directory: str | os.PathLike) -> pd.DataFrame:
             if not isinstance(entry, dict) or name_key not in entry:
                 raise fail(path, field, f"expected an object with {name_key!r}")
             spec = entry.get("spec", {}) or {}
-            heads = " ".join(f"L{int(l)}H{int(h)}" for l, hs in sorted(spec.items(), key=lambda kv: int(kv[0]))
-                             for h in sorted(hs))
+            heads = heads_text(spec)
             for metric, value in entry.items():
                 if metric in (name_key, "spec", "n_ablated", "wall_s") or isinstance(value, (dict, list, str)):
                     continue
@@ -98,9 +98,8 @@ def authors_ablation(ablation: pd.DataFrame, model: str, *, task: str = "inducti
 def _spec_of(heads: str) -> dict[int, set[int]]:
     """"L4H4 L7H0 L7H1" -> {4: {4}, 7: {0, 1}}."""
     spec: dict[int, set[int]] = {}
-    for name in str(heads or "").split():
-        layer, head = name.removeprefix("L").split("H")
-        spec.setdefault(int(layer), set()).add(int(head))
+    for layer, head in map(parse_head, str(heads or "").split()):
+        spec.setdefault(layer, set()).add(head)
     return spec
 
 

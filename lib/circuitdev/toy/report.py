@@ -11,34 +11,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-
-def heads_at(table: pd.DataFrame, column: str, threshold: float) -> list[tuple[int, int, float]]:
-    hit = table[table[column] >= threshold].sort_values(["layer", "head"])
-    return [(int(r.layer), int(r.head), float(getattr(r, column))) for r in hit.itertuples()]
-
-
-def formation_summary(df: pd.DataFrame, *, induction: float = 50.0, sink: float = 30.0) -> pd.DataFrame:
-    """One row per revision (in token order): counts and layers of induction heads (sel_induction >= induction),
-    second-A sinks (sel_first_token >= sink) and all-query sinks (sel_first_token_allq >= sink), with the largest
-    all-query attention mass on position 0 beside them. `df` is a developmental table (`store.load_panel_table`)."""
-    rows = []
-    for (rev, tokens), t in df.groupby(["revision", "tokens"], sort=False):
-        ind, s2a, saq = (heads_at(t, c, th) for c, th in (("sel_induction", induction), ("sel_first_token", sink),
-                                                            ("sel_first_token_allq", sink)))
-        rows.append({
-            "revision": rev, "tokens": int(tokens),
-            "n_induction": len(ind), "induction_layers": sorted({l for l, _, _ in ind}),
-            "n_sink_2a": len(s2a), "sink_2a_layers": sorted({l for l, _, _ in s2a}),
-            "n_sink_allq": len(saq), "sink_allq_layers": sorted({l for l, _, _ in saq}),
-            "max_mass_first_allq": float(t["mass_first_token_allq"].max()),
-        })
-    return pd.DataFrame(rows).sort_values("tokens").reset_index(drop=True)
-
-
-def first_formed(summary: pd.DataFrame, column: str, at_least: int = 1) -> str | None:
-    """The first revision whose count in `column` reaches `at_least` (None if never)."""
-    hit = summary[summary[column] >= at_least]
-    return None if hit.empty else str(hit.iloc[0]["revision"])
+from circuitdev.analysis.devtable import final_circuit, revisions
+from circuitdev.analysis.findings.basics import BOS
+from circuitdev.analysis.findings.f1_floor import floor_margin
+from circuitdev.analysis.findings.f3_milestones import Milestone, milestone, milestone_mask, milestones
+from circuitdev.errors import ConfigError
+from circuitdev.schema import HEAD_CLASSES, parse_head, sel_column
 
 
 # ------------------------------------------------------------------------------ the toy panel page (issue 21 item 10)
@@ -51,77 +29,75 @@ FLOOR_LAYERS = (0, 1)  # the paper's layer floor (F1): no sink head in layers 0 
 
 @dataclass(frozen=True)
 class Event:
-    """Something that first happens during training: at least `min_heads` heads (or `min_fraction` of the heads)
-    with `column` >= `threshold`. The F3 milestones "induction_3_heads" and "bos_10pct" are two of them."""
+    """Something that first happens during training: a toy milestone spec (`findings.Milestone`: at least min_heads
+    heads, or min_fraction of the heads, of a class at a bar), timed by `findings.milestones` like the paper's."""
 
     name: str  # in words, as the page's tables show it
     key: str  # its glue key part, e.g. "induction-3"
-    column: str  # a selectivity column of the developmental table
-    threshold: float
-    min_heads: int = 1
-    min_fraction: float | None = None  # when set, a share of the panel's heads instead of min_heads
+    spec: Milestone
 
 
 def toy_events(*, induction: float = 50.0, sink: float = 30.0, prev: float = 100.0) -> tuple[Event, ...]:
-    """The events the toy recipe talks about, in the order the circuit forms (bars: the paper's by default)."""
-    return (Event("a previous-token head", "prev-first", "sel_previous_token", prev),
-            Event("an induction head", "induction-first", "sel_induction", induction),
-            Event("three induction heads (F3's milestone)", "induction-3", "sel_induction", induction, min_heads=3),
-            Event("a sink head at the second A", "sink-first", "sel_first_token", sink),
-            Event("a sink head over all queries", "sink-allq-first", "sel_first_token_allq", sink),
-            Event("sink heads in 10% of heads (F3's earliest sink milestone)", "sinks-10pct", "sel_first_token", sink,
-                  min_fraction=0.10))
+    """The events the toy recipe talks about, in the order the circuit forms (bars: the paper's by default); two of
+    them are F3's milestones themselves, at these bars."""
+    return (Event("a previous-token head", "prev-first", Milestone("prev-first", "previous-token", prev, 1)),
+            Event("an induction head", "induction-first", Milestone("induction-first", "induction", induction, 1)),
+            Event("three induction heads (F3's milestone)", "induction-3",
+                  milestone("induction_3_heads", threshold=induction)),
+            Event("a sink head at the second A", "sink-first", Milestone("sink-first", BOS, sink, 1)),
+            Event("a sink head over all queries", "sink-allq-first",
+                  Milestone("sink-allq-first", BOS, sink, 1, column="sel_first_token_allq")),
+            Event("sink heads in 10% of heads (F3's earliest sink milestone)", "sinks-10pct",
+                  milestone("bos_10pct", threshold=sink)))
 
 
-def _in_token_order(dev: pd.DataFrame) -> list[tuple[str, list[tuple[str, float, pd.DataFrame]]]]:
-    """[(panel, [(revision, tokens_b, rows), ...] in token order), ...] in the table's panel order."""
-    out = []
-    for panel, g in dev.groupby("panel", sort=False):
-        revs = [(str(r), float(t["tokens_b"].iloc[0]), t) for r, t in g.groupby("revision", sort=False)]
-        out.append((panel, sorted(revs, key=lambda x: x[1])))
-    return out
+# findings.milestones' censoring (`bound`) in the page's words: "first" reached at the first probed revision after
+# initialisation (at or before it), "never" not by the last probed revision
+_CENSORED = {"upper": "first", "lower": "never", "exact": "", "none": ""}
 
 
 def first_events(dev: pd.DataFrame, events: Sequence[Event]) -> pd.DataFrame:
-    """Per panel and event, the first probed revision at which the event holds (a developmental table of probe
-    records, refined revisions included). Columns: panel, event, key, revision (None: never), tokens_b, layers (of
-    the heads counted there), censored ("" | "first": it holds at the panel's first probed revision, so it happened
-    at or before it | "never": not by the last probed revision), first_revision, last_revision."""
+    """Per panel and event, the first probed revision at which the event holds (`findings.milestones` over the
+    events' specs, with its censoring). Columns: panel, event, key, revision (None: never), tokens_b, layers (of
+    the heads counted there), censored ("" | "first": it holds at the panel's first probed revision after
+    initialisation, so it happened at or before it | "never": not by the last probed revision), first_revision,
+    last_revision."""
+    ms = {(r["panel"], r["milestone"]): r for r in milestones(dev, specs=[e.spec for e in events]).to_dict("records")}
+    revs = revisions(dev).groupby("panel", sort=False)["revision"].agg(["first", "last"])
     rows = []
-    for panel, revs in _in_token_order(dev):
+    for panel, (first, last) in revs.iterrows():
+        at_panel = dev[dev["panel"] == panel]
         for ev in events:
-            hit = None
-            for revision, tokens_b, t in revs:
-                if ev.column not in t.columns:
-                    break
-                heads = t[t[ev.column] >= ev.threshold]
-                need = ev.min_heads if ev.min_fraction is None else ev.min_fraction * len(t) - 1e-9
-                if len(heads) >= need and len(heads) > 0:
-                    hit = (revision, tokens_b, sorted({int(x) for x in heads["layer"]}))
-                    break
-            first, last = revs[0][0], revs[-1][0]
-            rows.append({"panel": panel, "event": ev.name, "key": ev.key,
-                         "revision": hit[0] if hit else None, "tokens_b": hit[1] if hit else float("nan"),
-                         "layers": hit[2] if hit else [],
-                         "censored": "never" if hit is None else ("first" if hit[0] == first else ""),
-                         "first_revision": first, "last_revision": last})
+            m = ms[panel, ev.spec.name]
+            hit = None if pd.isna(m["revision"]) else m["revision"]
+            at = at_panel[at_panel["revision"] == hit] if hit is not None else at_panel.iloc[0:0]
+            layers = sorted({int(x) for x in at.loc[milestone_mask(at, ev.spec), "layer"]})
+            rows.append({"panel": panel, "event": ev.name, "key": ev.key, "revision": hit, "tokens_b": m["tokens_b"],
+                         "layers": layers, "censored": _CENSORED[m["bound"]], "first_revision": first,
+                         "last_revision": last})
     return pd.DataFrame(rows, columns=["panel", "event", "key", "revision", "tokens_b", "layers", "censored",
                                        "first_revision", "last_revision"])
 
 
 def final_heads(dev: pd.DataFrame, column: str, threshold: float, *,
                 extra: Sequence[str] = ()) -> pd.DataFrame:
-    """The heads with `column` >= `threshold` at each panel's last revision, strongest first. Columns: panel,
-    revision, name, layer, head, value, and `extra` columns of the table (e.g. the attention masses)."""
-    rows = []
-    for panel, revs in _in_token_order(dev):
-        revision, _, t = revs[-1]
-        hit = t[t[column] >= threshold].sort_values(column, ascending=False)
-        for r in hit.to_dict("records"):
-            rows.append({"panel": panel, "revision": revision, "name": f"L{int(r['layer'])}H{int(r['head'])}",
-                         "layer": int(r["layer"]), "head": int(r["head"]), "value": float(r[column]),
-                         **{c: r.get(c) for c in extra}})
-    return pd.DataFrame(rows, columns=["panel", "revision", "name", "layer", "head", "value", *extra])
+    """The heads with the class selectivity `column` >= `threshold` at each panel's last revision
+    (`findings.final_circuit`), strongest first. Columns: panel, revision, name, layer, head, value, and `extra`
+    columns of the table (e.g. the attention masses)."""
+    head_class = next((c for c in HEAD_CLASSES if sel_column(c) == column), None)
+    if head_class is None:
+        raise ConfigError(f"final_heads: {column!r} is no class's selectivity column "
+                          f"({', '.join(sel_column(c) for c in HEAD_CLASSES)})")
+    circuit = final_circuit(dev, head_class=head_class, threshold=threshold)
+    final = revisions(dev).groupby("panel", sort=False)["revision"].last()
+    circuit = circuit.assign(revision=circuit["panel"].map(final))
+    if extra:
+        circuit = circuit.merge(dev[["panel", "revision", "layer", "head", *extra]],
+                                on=["panel", "revision", "layer", "head"], how="left")
+    out = circuit.rename(columns={"selectivity": "value"}).sort_values(["value"], ascending=False, kind="stable")
+    order = {p: i for i, p in enumerate(final.index)}
+    out = out.sort_values("panel", key=lambda p: p.map(order), kind="stable").reset_index(drop=True)
+    return out[["panel", "revision", "name", "layer", "head", "value", *extra]]
 
 
 SINK_COLUMNS = ("sel_first_token", "mass_first_token", "sel_first_token_allq", "mass_first_token_allq")
@@ -131,25 +107,28 @@ def final_sinks(dev: pd.DataFrame, threshold: float = 30.0) -> pd.DataFrame:
     """The sink heads at each panel's last revision: first-token selectivity >= `threshold` at the second A (the
     paper's score) or over all queries (an active-dormant head shows only there), strongest of the two first; with
     both scores and the attention masses on position 0 (SINK_COLUMNS)."""
-    either = dev.assign(sink_score=dev[["sel_first_token", "sel_first_token_allq"]].max(axis=1))
-    return final_heads(either, "sink_score", threshold, extra=SINK_COLUMNS)
+    either = dev.drop(columns=list(SINK_COLUMNS)).assign(
+        sel_first_token=dev[["sel_first_token", "sel_first_token_allq"]].max(axis=1))  # the screen: either score
+    heads = final_heads(either, "sel_first_token", threshold)
+    return heads.merge(dev[["panel", "revision", "layer", "head", *SINK_COLUMNS]],
+                       on=["panel", "revision", "layer", "head"], how="left")
 
 
 def strongest(dev: pd.DataFrame, column: str, *, layers: Sequence[int] = FLOOR_LAYERS) -> pd.DataFrame:
-    """Per panel, the head of `layers` with the largest `column` over all revisions (for the floor: how close the
-    first layers come to the bar), with its 95% bootstrap interval where the records carry one (`<column>_lo` /
-    `_hi`; NaN otherwise, e.g. the all-query score). Columns: panel, revision, tokens_b, name, value, value_lo,
-    value_hi."""
-    rows = []
-    for panel, g in dev[dev["layer"].isin(list(layers))].groupby("panel", sort=False):
-        if column not in g.columns or g[column].isna().all():
-            continue
-        r = g.loc[g[column].idxmax()]
-        rows.append({"panel": panel, "revision": r["revision"], "tokens_b": float(r["tokens_b"]),
-                     "name": f"L{int(r['layer'])}H{int(r['head'])}", "value": float(r[column]),
-                     **{f"value_{e}": float(r[f"{column}_{e}"]) if f"{column}_{e}" in g.columns else float("nan")
-                        for e in ("lo", "hi")}})
-    return pd.DataFrame(rows, columns=["panel", "revision", "tokens_b", "name", "value", "value_lo", "value_hi"])
+    """Per panel, the head of `layers` with the largest `column` (a first-token score) over all revisions
+    (`findings.floor_margin`'s strongest floor head at its strongest revision: how close the first layers come to
+    the bar), with that head's 95% bootstrap interval where the records carry one (`<column>_lo` / `_hi`; NaN
+    otherwise, e.g. the all-query score). Columns: panel, revision, tokens_b, name, value, value_lo, value_hi."""
+    columns = ["panel", "revision", "tokens_b", "name", "value", "value_lo", "value_hi"]
+    if column not in dev.columns or dev[column].isna().all():
+        return pd.DataFrame(columns=columns)
+    margin = floor_margin(dev, layers=layers, column=column).dropna(subset=["value"])
+    top = margin.loc[margin.groupby("panel", sort=False)["value"].idxmax()]
+    heads = pd.DataFrame([parse_head(n) for n in top["name"]], columns=["layer", "head"], index=top.index)
+    ends = [f"{column}_{e}" for e in ("lo", "hi") if f"{column}_{e}" in dev.columns]
+    at = top[["panel", "revision", "tokens_b", "name", "value"]].join(heads).merge(
+        dev[["panel", "revision", "layer", "head", *ends]], on=["panel", "revision", "layer", "head"], how="left")
+    return at.rename(columns={f"{column}_lo": "value_lo", f"{column}_hi": "value_hi"}).reindex(columns=columns)
 
 
 def training_runs(toy_dir: Path, panels: Sequence[str]) -> pd.DataFrame:

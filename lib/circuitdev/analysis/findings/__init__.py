@@ -10,22 +10,28 @@ developmental table; one module per finding, as the book has one page per findin
     f5_pr_lead      head_trajectories, pr_lead, pr_lead_sensitivity, lead_summary, pr_features, pr_elevated,
                     lead_value, lead_censoring
     f5_control      elevation_base_rate, lead_null, lead_null_settings, pr_against_null, null_pr_summary
-    spectral_topk   scaled_k, topk_heads, topk_breakdown, topk_dominance (the authors' top-K PR ranking)
+    spectral_topk   scaled_k, topk_heads, topk_breakdown, topk_dominance, topk_enrichment (the authors' top-K PR
+                    ranking, and each class's count there against its base rate)
     f6_noise_floor  NULL_COLUMNS, null_statistics, noise_floor
     sink_measures   sink_flags, measure_counts, measure_agreement, sink_onsets, floor_by_measure, lowest_layers
     first_position  position_norms, norm_summary (the position-0 residual norm against the median's, beside sinks)
-    robustness      ROBUSTNESS_THRESHOLDS, ROBUSTNESS_CLAIMS, robustness_table (every threshold-dependent claim
+    claim           RobustClaim, ROBUSTNESS_THRESHOLDS, MILESTONE_RULES, ALL (what a robustness claim is: each
+                    finding module above declares its own -- evaluation, what it hangs on, unit, axis)
+    robustness      ROBUSTNESS_CLAIMS, robustness_table (the claims registered once; every threshold-dependent claim
                     over one grid of bars and rules)
     robustness_reading  holds_ranges, ranges_text, ranges_sentence, claim_summary, rule_verdicts (reading it)
-    hangs_on        hangs_on, milestone_margin, kth_strongest (what a claim hangs on: the deciding head, its margin)
-    sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity, transition_range
+    hangs_on        hangs_on (what a claim hangs on: the deciding head, its margin; milestone_margin is F3's)
+    verdicts        claim_verdicts, verdict_table, VERDICTS (what the data support, per claim: one function, one
+                    vocabulary)
+    sensitivity     SENSITIVITY_THRESHOLDS, threshold_sensitivity, shape_sensitivity
     refinement      REVISION_METRICS, revision_metric, event_window, window_comparison, milestone_window_comparison,
                     PanelView (the refinement page's view of one record panel)
     seeds           SEED_SUFFIX, seed_of, seed_spread
     basics          BOS, EPS (what they share; the table basics are `analysis.devtable`)
 
-Every public name is importable from here (`from circuitdev.analysis import findings; findings.bos_fraction`), so
-a page needs only this package; to add a finding, add its module and list its names below.
+Every name a page uses is importable from here (`from circuitdev.analysis import findings; findings.bos_fraction`),
+so a page needs only this package: the facade is each module's `__all__` (plus the table basics of
+`analysis.devtable`); to add a finding, add its module with its `__all__` to FINDING_MODULES below.
 
 Input is the developmental table of schema.py (one row per panel, revision, layer, head) from any source: the
 published files (`circuitdev.sources.published`), our probe store, or the toy panel. Outputs are tidy DataFrames, one row per
@@ -48,102 +54,35 @@ exactly the paper's computation. `floor_verdict` states F1 per panel as holds / 
 
 from __future__ import annotations
 
-# the table basics a page uses beside the findings, importable from here too
-from circuitdev.analysis.devtable import (final_circuit, head_counts, head_mask, head_name, reuse_indexes,
-                                          revisions)
-from circuitdev.analysis.findings.basics import BOS, EPS
-from circuitdev.analysis.findings.f1_floor import (VERDICTS, bar_mass, floor_check, floor_headroom, floor_margin,
-                                                   floor_summary, floor_verdict, layer_counts)
-from circuitdev.analysis.findings.f2_shapes import (MIN_RISE_HEADS, MIN_RISE_PP, MIN_SPAN_EFOLDS, RUN_COLUMNS,
-                                                    bos_fraction, panel_files, run_differences, shape_ranges,
-                                                    steepest_rise, trajectory_shape)
-from circuitdev.analysis.findings.f3_behaviour import (BEHAVIOUR_MILESTONES, BehaviourMilestone, behaviour_milestones,
-                                                       behaviour_specs, milestone_order)
-from circuitdev.analysis.findings.f3_milestones import (BOUND_SIGNS, FIG1B_MILESTONES, MILESTONE_COLUMNS,
-                                                        MILESTONE_WINDOW_COLUMNS, PAPER_MILESTONES, Bound, Milestone,
-                                                        bound_text, describe_milestones, fmt_ratio, gap_row, gap_texts,
-                                                        milestone, milestone_gap,
-                                                        milestone_text, milestones, reached_table, with_texts)
-from circuitdev.analysis.findings.f4_convergence import circuit_recall, faded_heads, recall_milestones
-from circuitdev.analysis.findings.f5_control import (LEAD_NULL_COLUMNS, LEAD_NULL_TABLE, N_PERMUTATIONS, NULL_PR_QUANTILE,
-                                                     PERMUTATION_SEED, elevation_base_rate, lead_null,
-                                                     lead_null_settings, lead_null_texts, null_pr_summary,
-                                                     pr_against_null)
-from circuitdev.analysis.findings.f5_pr_lead import (DEFAULT_ELEVATION_GRID, FORMATION_THRESHOLDS, LEAD_CENSORING,
-                                                     PR_SIGNAL_FLOOR, ElevationRule, LeadCensoring, PanelHeads,
-                                                     head_trajectories, lead_bound_text, lead_censoring, lead_summary,
-                                                     lead_texts, lead_value, sensitivity_medians,
-                                                     parse_head, pr_elevated, pr_features, pr_lead,
-                                                     pr_lead_sensitivity)
-from circuitdev.analysis.findings.f6_noise_floor import NULL_COLUMNS, noise_floor, null_statistics
-from circuitdev.analysis.findings.first_position import NORM_COLUMNS, norm_summary, position_norms, stream_words
-from circuitdev.analysis.findings.sink_measures import (AGREEMENT_COLUMNS, FLOOR_COLUMNS, GU_EPSILON, MEASURE_COLUMNS,
-                                                        SINK_MEASURES, SinkMeasure, floor_by_measure,
-                                                        floor_texts, lowest_layers, mass_for_selectivity,
-                                                        measure_agreement, measure_counts, measured, sink_flags,
-                                                        sink_onsets)
-from circuitdev.analysis.findings.spectral_topk import (BREAKDOWN_COLUMNS, PAPER_K_SHARE, PAPER_TOP_K, TOPK_CLASSES,
-                                                        dominance_texts, scaled_k, topk_breakdown,
-                                                        topk_dominance, topk_heads)
-from circuitdev.analysis.findings.refinement import (REVISION_METRICS, PanelView, event_window,
-                                                     milestone_window_comparison, revision_metric, window_comparison)
-from circuitdev.analysis.findings.hangs_on import HANGS_ON_COLUMNS, hangs_on, kth_strongest, milestone_margin
-from circuitdev.analysis.findings.robustness import (ALL, COUNTING_RULES, MILESTONE_RULES, PAPER_SHAPES,
-                                                     ROBUSTNESS_CLAIMS, ROBUSTNESS_COLUMNS, ROBUSTNESS_THRESHOLDS,
-                                                     VARIED_CLASS, RobustClaim, family_of, robust_claim,
-                                                     robustness_table)
-from circuitdev.analysis.findings.robustness_reading import (claim_summary, claims_frame, holds_ranges,
-                                                             ranges_sentence, ranges_text, rule_verdicts)
-from circuitdev.analysis.findings.seeds import SEED_SUFFIX, seed_of, seed_spread
-from circuitdev.analysis.findings.sensitivity import (SENSITIVITY_THRESHOLDS, shape_sensitivity, threshold_sensitivity,
-                                                      transition_range)
+from importlib import import_module
 
-__all__ = [
-    # table basics (analysis.devtable) and what the findings share
-    "final_circuit", "head_counts", "head_mask", "head_name", "reuse_indexes", "revisions", "BOS", "EPS",
-    # F1
-    "VERDICTS", "layer_counts", "floor_check", "floor_summary", "floor_margin", "floor_headroom", "floor_verdict",
-    "bar_mass",
-    # F2
-    "bos_fraction", "trajectory_shape", "steepest_rise", "shape_ranges", "run_differences", "panel_files",
-    "RUN_COLUMNS", "MIN_RISE_PP",
-    "MIN_RISE_HEADS", "MIN_SPAN_EFOLDS",
-    # F3
-    "Milestone", "PAPER_MILESTONES", "FIG1B_MILESTONES", "MILESTONE_COLUMNS", "MILESTONE_WINDOW_COLUMNS", "milestone",
-    "milestones", "milestone_gap", "Bound", "BOUND_SIGNS", "bound_text", "fmt_ratio", "milestone_text", "with_texts",
-    "reached_table", "describe_milestones", "gap_row", "gap_texts", "BehaviourMilestone", "BEHAVIOUR_MILESTONES",
-    "behaviour_milestones", "behaviour_specs", "milestone_order",
-    # F4
-    "circuit_recall", "faded_heads", "recall_milestones",
-    # F5
-    "ElevationRule", "PanelHeads", "FORMATION_THRESHOLDS", "PR_SIGNAL_FLOOR", "DEFAULT_ELEVATION_GRID", "parse_head",
-    "head_trajectories", "pr_elevated", "pr_lead", "lead_summary", "pr_lead_sensitivity", "pr_features",
-    "LeadCensoring", "LEAD_CENSORING", "lead_value", "lead_censoring", "lead_bound_text", "lead_texts",
-    "sensitivity_medians",
-    # F5's control
-    "LEAD_NULL_COLUMNS", "LEAD_NULL_TABLE", "N_PERMUTATIONS", "NULL_PR_QUANTILE", "PERMUTATION_SEED", "elevation_base_rate", "lead_null",
-    "lead_null_settings", "lead_null_texts", "pr_against_null", "null_pr_summary",
-    # the spectral top-K
-    "BREAKDOWN_COLUMNS", "PAPER_K_SHARE", "PAPER_TOP_K", "TOPK_CLASSES", "scaled_k", "topk_heads", "topk_breakdown",
-    "topk_dominance", "dominance_texts",
-    # F6
-    "NULL_COLUMNS", "null_statistics", "noise_floor",
-    # the sink measures
-    "SinkMeasure", "SINK_MEASURES", "MEASURE_COLUMNS", "GU_EPSILON", "AGREEMENT_COLUMNS", "FLOOR_COLUMNS",
-    "sink_flags", "measured", "measure_counts", "measure_agreement", "sink_onsets", "floor_by_measure",
-    "lowest_layers", "floor_texts", "mass_for_selectivity",
-    "NORM_COLUMNS", "position_norms", "norm_summary", "stream_words",
-    # sensitivity
-    "SENSITIVITY_THRESHOLDS", "threshold_sensitivity", "shape_sensitivity", "transition_range",
-    # refinement
-    "REVISION_METRICS", "revision_metric", "event_window", "window_comparison", "milestone_window_comparison",
-    "PanelView",
-    # robustness (issue 21)
-    "ROBUSTNESS_THRESHOLDS", "ROBUSTNESS_CLAIMS", "ROBUSTNESS_COLUMNS", "RobustClaim", "COUNTING_RULES",
-    "MILESTONE_RULES", "PAPER_SHAPES", "VARIED_CLASS", "ALL", "family_of", "robust_claim", "robustness_table",
-    "holds_ranges", "ranges_text", "ranges_sentence", "claim_summary", "rule_verdicts", "claims_frame",
-    "HANGS_ON_COLUMNS", "hangs_on", "kth_strongest",
-    "milestone_margin",
-    # seed replicas
-    "SEED_SUFFIX", "seed_of", "seed_spread",
-]
+# the table basics a page uses beside the findings, importable from here too
+from circuitdev.analysis.devtable import final_circuit, head_counts, head_mask, reuse_indexes, revisions
+from circuitdev.analysis.findings.basics import *  # noqa: F401,F403
+from circuitdev.analysis.findings.f1_floor import *  # noqa: F401,F403
+from circuitdev.analysis.findings.f2_shapes import *  # noqa: F401,F403
+from circuitdev.analysis.findings.f3_milestones import *  # noqa: F401,F403
+from circuitdev.analysis.findings.f3_behaviour import *  # noqa: F401,F403
+from circuitdev.analysis.findings.f4_convergence import *  # noqa: F401,F403
+from circuitdev.analysis.findings.f5_pr_lead import *  # noqa: F401,F403
+from circuitdev.analysis.findings.f5_control import *  # noqa: F401,F403
+from circuitdev.analysis.findings.spectral_topk import *  # noqa: F401,F403
+from circuitdev.analysis.findings.f6_noise_floor import *  # noqa: F401,F403
+from circuitdev.analysis.findings.sink_measures import *  # noqa: F401,F403
+from circuitdev.analysis.findings.first_position import *  # noqa: F401,F403
+from circuitdev.analysis.findings.sensitivity import *  # noqa: F401,F403
+from circuitdev.analysis.findings.refinement import *  # noqa: F401,F403
+from circuitdev.analysis.findings.seeds import *  # noqa: F401,F403
+from circuitdev.analysis.findings.claim import *  # noqa: F401,F403
+from circuitdev.analysis.findings.robustness import *  # noqa: F401,F403
+from circuitdev.analysis.findings.robustness_reading import *  # noqa: F401,F403
+from circuitdev.analysis.findings.hangs_on import *  # noqa: F401,F403
+from circuitdev.analysis.findings.verdicts import *  # noqa: F401,F403
+from circuitdev.schema import head_name
+
+FINDING_MODULES = ("basics", "f1_floor", "f2_shapes", "f3_milestones", "f3_behaviour", "f4_convergence", "f5_pr_lead",
+                   "f5_control", "spectral_topk", "f6_noise_floor", "sink_measures", "first_position", "sensitivity",
+                   "refinement", "seeds", "claim", "robustness", "robustness_reading", "hangs_on", "verdicts")
+# (by name: a star import rebinds a module's name when the module exports a function of it, as hangs_on does)
+__all__ = ["final_circuit", "head_counts", "head_mask", "head_name", "reuse_indexes", "revisions",
+           *(name for m in FINDING_MODULES for name in import_module(f"{__name__}.{m}").__all__)]

@@ -8,5 +8,7 @@ from __future__ import annotations
 
 from circuitdev.schema import HeadClass
 
+__all__ = ["BOS"]
+
 BOS: HeadClass = "first-token"  # the attention-sink (BOS) class: F1, F2 and the sensitivity sweep count it by default
 EPS = 1e-9  # slack for ">=" on fractions such as 2/3

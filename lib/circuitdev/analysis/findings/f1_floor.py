@@ -11,11 +11,15 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import uncertainty
-from circuitdev.analysis.devtable import head_mask, head_name, index, require
+from circuitdev.analysis.devtable import head_mask, index, require
 from circuitdev.errors import ConfigError
 from circuitdev.analysis.findings.basics import BOS
+from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim, claim_row, tokens_text
 from circuitdev.measure.classify import CountingRule
-from circuitdev.schema import BOS_THRESHOLD, check_head_class, sel_column
+from circuitdev.schema import BOS_THRESHOLD, check_head_class, head_name, sel_column
+
+__all__ = ["layer_counts", "floor_check", "floor_summary", "bar_mass", "floor_margin", "floor_headroom",
+           "floor_verdict"]
 
 
 def layer_counts(dev: pd.DataFrame, *, head_class: str = BOS, threshold: float = BOS_THRESHOLD,
@@ -73,9 +77,6 @@ def floor_summary(floor: pd.DataFrame, *, by: Sequence[str] = ("panel",)) -> pd.
     return pd.DataFrame(rows, columns=[*by, "runs", "held", "most", "broken"])
 
 
-VERDICTS = ("holds", "within noise", "fails")
-
-
 def bar_mass(selectivity: float | np.ndarray, seq_len: int) -> float | np.ndarray:
     """The attention mass on position 0 that first-token selectivity `selectivity` means at context length T =
     `seq_len` when the rest of the row is spread evenly over the other T - 1 keys: s = m (T - 1) / (1 - m), so
@@ -89,17 +90,19 @@ def bar_mass(selectivity: float | np.ndarray, seq_len: int) -> float | np.ndarra
 
 
 def floor_margin(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_class: str = BOS,
-                 boot: pd.DataFrame | None = None) -> pd.DataFrame:
+                 boot: pd.DataFrame | None = None, column: str | None = None) -> pd.DataFrame:
     """F1, how close the floor comes to the bar: per (panel, revision) the head of `layers` with the largest
     `head_class` selectivity. Columns: panel, revision, revision_index, tokens_b, name, value, value_lo / value_hi,
     value_boot_mean, value_widened: with `boot`, the interval of the maximum itself, re-taken over the floor heads
     on every replicate (a maximum over noisy heads is biased upwards, so its resamples may centre above the point:
     read value_boot_mean beside it, and value_widened says the interval was widened to include the point); NaN
-    (widened False) without `boot` or for panels without replicates (the published tier)."""
+    (widened False) without `boot` or for panels without replicates (the published tier). `column`: another score
+    of the class than its selectivity column (the toy's sel_first_token_allq)."""
     if boot is not None:
-        return uncertainty.with_intervals(dev, boot, lambda d: floor_margin(d, layers=layers, head_class=head_class)
+        return uncertainty.with_intervals(dev, boot, lambda d: floor_margin(d, layers=layers, head_class=head_class,
+                                                                            column=column)
                                           .iloc[:, :6], columns=["value"], discrete=False)
-    col = sel_column(check_head_class(head_class))
+    col = column or sel_column(check_head_class(head_class))
     ix = index(dev)
     floor = np.flatnonzero(np.isin(dev["layer"].to_numpy(), list(layers)))
     order = floor[np.lexsort((-dev[col].to_numpy(dtype=float)[floor], ix.codes[floor]))]
@@ -272,3 +275,36 @@ def _replicate_scores(reps: uncertainty.Replicates, head_class: str, rule: Count
             scores[b] = np.where(head_mask(frame, head_class, threshold=np.finfo(float).tiny, rule=rule),
                                  scores[b], 0.0)
     return scores
+
+
+# ------------------------------------------------------------------------------------ F1 as a robustness claim
+def _floor_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: CountingRule) -> list[dict]:
+    rows = []
+    for tau in taus:
+        most = floor_check(dev, threshold=tau, rule=rule).groupby("panel", sort=False)["n_floor"].max()
+        for panel, n in [*most.items(), (ALL, most.max())]:
+            rows.append(claim_row(panel, "L0+L1", "first_token", tau, rule, n, n == 0, "exact", BOS_THRESHOLD,
+                                  "per-class"))
+    return rows
+
+
+def _floor_hangs_on(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
+    """The strongest first-token head in layers 0/1 at any revision: the floor fails for bars at or below it."""
+    rows = []
+    for panel, g in floor_margin(dev).groupby("panel", sort=False):
+        r = g.loc[g["value"].idxmax()]
+        rows.append({"panel": panel, "item": "L0+L1", "varied": "first_token", "bar": BOS_THRESHOLD,
+                     "head": r["name"], "revision": r["revision"], "tokens_b": r["tokens_b"],
+                     "head_value": r["value"], "margin": r["value"] / BOS_THRESHOLD, "stays_from": r["value"],
+                     "stays_to": np.inf,
+                     "text": f"the strongest first-token head in layers 0/1, {r['name']} at "
+                             f"{tokens_text(r['tokens_b'])}, reads {r['value']:.3g}× ({r['value'] / BOS_THRESHOLD:.0%}"
+                             f" of the {BOS_THRESHOLD:g}× bar): the floor fails for bars at or below "
+                             f"{r['value']:.3g}×"})
+    return rows
+
+
+FLOOR_CLAIM = RobustClaim(
+    "F1.floor", "F1", "no head in layers 0/1 reaches the first-token bar at any revision",
+    "most first-token heads in layers 0/1 at any revision", COUNTING_RULES, _floor_over_bars, _floor_hangs_on,
+    unit=lambda v: f"{v:g} heads", axis=("first-token heads in layers 0/1 (most at any revision)", "symlog", None), kind="count")

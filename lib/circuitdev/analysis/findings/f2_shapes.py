@@ -10,10 +10,14 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import uncertainty
+from circuitdev.analysis.bars import bar_runs, runs_text
 from circuitdev.analysis.devtable import head_counts, index, require
 from circuitdev.analysis.findings.basics import BOS, EPS
+from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim, claim_row, tokens_text
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import BOS_THRESHOLD
+
+__all__ = ["bos_fraction", "steepest_rise", "trajectory_shape", "run_differences", "shape_ranges"]
 
 MIN_RISE_PP = 10.0  # no shape is called for a rise smaller than this many percentage points ...
 MIN_RISE_HEADS = 3  # ... or than this many heads of the model (one or two heads crossing a bar are no shape)
@@ -182,20 +186,11 @@ def shape_ranges(shapes: pd.DataFrame, *, shape: str = "transition", column: str
     require(shapes, ["panel", "threshold", column], "shape_ranges", allow_empty=True)
     keys = [c for c in ("tier", "panel") if c in shapes.columns]
     grid = sorted(thresholds if thresholds is not None else pd.unique(shapes["threshold"]))
-    fmt = lambda x: f"{x:.0f}" if x >= 100 else f"{x:.3g}"  # noqa: E731
     rows = []
     for key, g in shapes.groupby(keys, sort=False):
         hit = set(g.loc[g[column] == shape, "threshold"])
-        runs: list[list[float]] = []
-        for i, tau in enumerate(grid):
-            if tau in hit:
-                if runs and i > 0 and grid[i - 1] in hit:
-                    runs[-1].append(tau)
-                else:
-                    runs.append([tau])
-        text = ", ".join(f"{fmt(r[0])}×" if len(r) == 1 else f"{fmt(r[0])}–{fmt(r[-1])}×" for r in runs)
         rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "count": len(hit),
-                     "ranges": text or "none"})
+                     "ranges": runs_text(bar_runs(hit, grid)) or "none"})
     return pd.DataFrame(rows, columns=[*keys, "count", "ranges"])
 
 
@@ -208,3 +203,57 @@ def _tokens_per_step(panel: Any) -> int | None:
         return None
     ratio = float(ratios.pop())
     return int(ratio) if ratio.is_integer() else None
+
+
+# ------------------------------------------------------------------------------------ F2 as a robustness claim
+# F2's three shapes (the paper's words: a steady ramp in Pythia, a sudden transition in dense OLMo, an early gradual
+# rise in OLMoE) as trajectory_shape labels; a panel's family is read from its name.
+PAPER_SHAPES: dict[str, str] = {"pythia": "ramp", "olmo": "transition", "olmoe": "ramp"}
+
+
+def paper_family(panel: str) -> str | None:
+    """The paper model family a panel is a probe of -- pythia / olmo / olmoe -- from its name (olmoe before olmo), None
+    when it names none (not `measure.families.family_of`, a model's module layout)."""
+    name = panel.lower()
+    return next((f for f in ("olmoe", "olmo", "pythia") if f in name), None)
+
+
+def _shapes_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: CountingRule) -> list[dict]:
+    rows = []
+    for tau in taus:
+        shape = trajectory_shape(bos_fraction(dev, threshold=tau, rule=rule))
+        fams = {p: paper_family(p) for p in shape["panel"]}
+        got = []
+        for r in shape.itertuples():
+            if fams[r.panel] in PAPER_SHAPES:
+                ok = r.shape == PAPER_SHAPES[fams[r.panel]]
+                got.append((fams[r.panel], ok))
+                rows.append(claim_row(r.panel, PAPER_SHAPES[fams[r.panel]], "first_token", tau, rule, r.jump_share,
+                                      ok, "exact", BOS_THRESHOLD, "per-class"))
+        if sorted(f for f, _ in got) == sorted(PAPER_SHAPES):  # one model of each family: the contrast itself
+            rows.append(claim_row(ALL, "three shapes", "first_token", tau, rule, sum(ok for _, ok in got),
+                                  all(ok for _, ok in got), "exact", BOS_THRESHOLD, "per-class"))
+    return rows
+
+
+def _shapes_hangs_on(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
+    """The largest jump's share of the rise against the 50% a transition needs."""
+    rows = []
+    for r in trajectory_shape(bos_fraction(dev, rule=rule)).itertuples():
+        rows.append({"panel": r.panel, "item": r.shape, "varied": "first_token", "bar": BOS_THRESHOLD,
+                     "head": None, "revision": r.jump_to_revision, "tokens_b": r.jump_to_tokens_b,
+                     "head_value": r.jump_share, "margin": r.jump_share / 0.5, "stays_from": np.nan,
+                     "stays_to": np.nan,
+                     "text": (f"its largest jump ({tokens_text(r.jump_from_tokens_b)} → "
+                              f"{tokens_text(r.jump_to_tokens_b)}) carries {r.jump_share:.0%} of the total rise "
+                              f"({r.jump_share / 0.5:.2f}× the 50% a transition needs)")
+                     if np.isfinite(r.jump_share) else "its share of sink heads never rises: no shape to call"})
+    return rows
+
+
+SHAPES_CLAIM = RobustClaim(
+    "F2.shapes", "F2", "each model has the paper's shape (Pythia ramp, OLMo transition, OLMoE ramp)",
+    "share of the total rise in the largest jump (\"all\": models with their paper shape)", COUNTING_RULES,
+    _shapes_over_bars, _shapes_hangs_on, unit=lambda v: f"{100 * v:.0f}% in the largest jump",
+    axis=("share of the rise in the largest jump", "linear", 0.5), all_label="models with the paper's shape (of 3)",
+    kind="share")

@@ -6,14 +6,21 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from circuitdev.analysis import uncertainty
-from circuitdev.analysis.devtable import head_mask, head_name, index
+from circuitdev.analysis.devtable import final_circuit, head_mask, index
 from circuitdev.analysis.findings.basics import EPS
+from circuitdev.analysis.findings.claim import COUNTING_RULES, RobustClaim, claim_row, claimed, matches, tokens_text
+from circuitdev.analysis.findings.f3_milestones import first_hit_bound, milestone_text
+from circuitdev.analysis.units import fmt_tokens_b
 from circuitdev.measure.classify import CountingRule
-from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, sel_column
+from circuitdev.schema import INDUCTION_THRESHOLD, check_head_class, head_name, sel_column
+
+__all__ = ["circuit_recall", "faded_heads", "recall_milestones"]
 
 
 def circuit_recall(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float = INDUCTION_THRESHOLD,
@@ -100,8 +107,10 @@ def faded_heads(dev: pd.DataFrame, *, head_class: str = "induction", threshold: 
 def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3, 2 / 3, 1.0)) -> pd.DataFrame:
     """F4: first revision whose recall reaches each level (paper: 33/67/100%, i.e. 1/3, 2/3, 3/3 of a 3-head
     circuit; use exact fractions, as 2/3 = 0.667 < 0.67). Columns: panel, level, level_pct, revision,
-    revision_index, tokens_b, token_fraction (None / NaN where never reached), and where `recall` has them (a
-    `circuit_recall` table) the screen there: n_screened, n_found, precision, jaccard."""
+    revision_index, tokens_b, token_fraction (None / NaN where never reached), the censoring (`bound`: "upper" at
+    the first probed revision after initialisation, "lower" never reached -- `f3_milestones.first_hit_bound` --;
+    bound_tokens_b, the last revision's tokens where never reached; `reached`: "23B", "≤ 20B", "> 3.05T"), and
+    where `recall` has them (a `circuit_recall` table) the screen there: n_screened, n_found, precision, jaccard."""
     rows = []
     panels, value = recall["panel"].to_numpy(), recall["recall"].to_numpy(dtype=float)
     screen = [c for c in ("n_screened", "n_found", "precision", "jaccard") if c in recall.columns]
@@ -110,11 +119,68 @@ def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3,
         for level in levels:
             hit = idx[value[idx] >= level - EPS][:1]
             first = recall.iloc[hit[0]] if len(hit) else None
+            bound = first_hit_bound(hit[0] - idx[0] if len(hit) else None, float(recall["tokens_b"].iloc[idx[0]]))
+            row = {"tokens_b": float(first["tokens_b"]) if first is not None else np.nan, "bound": bound,
+                   "bound_tokens_b": float(recall["tokens_b"].iloc[hit[0] if len(hit) else idx[-1]])}
             rows.append({"panel": panel, "level": level, "level_pct": round(100 * level),
                          "revision": first["revision"] if first is not None else None,
                          "revision_index": int(first["revision_index"]) if first is not None else None,
                          "tokens_b": float(first["tokens_b"]) if first is not None else np.nan,
                          "token_fraction": float(first["token_fraction"]) if first is not None else np.nan,
+                         "bound": bound, "bound_tokens_b": row["bound_tokens_b"],
+                         "reached": milestone_text(row, fmt_tokens_b, never=""),
                          **{c: float(first[c]) if first is not None else np.nan for c in screen}})
     return pd.DataFrame(rows, columns=["panel", "level", "level_pct", "revision", "revision_index", "tokens_b",
-                                       "token_fraction", *screen])
+                                       "token_fraction", "bound", "bound_tokens_b", "reached", *screen])
+
+
+# ------------------------------------------------------------------------------------ F4 as a robustness claim
+def _recall_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: CountingRule) -> list[dict]:
+    dev, claims = claimed(dev, "F4.recall.")
+    if dev.empty:
+        return []
+    rows = []
+    for tau in taus:
+        recall = circuit_recall(dev, threshold=tau, rule=rule)
+        last = recall.groupby("panel", sort=False)["tokens_b"].last()
+        for m in recall_milestones(recall).to_dict("records"):
+            claim = claims.get((m["panel"], str(m["level_pct"])))
+            if claim is None:
+                continue
+            never = pd.isna(m["revision"])
+            rows.append(claim_row(m["panel"], f"{m['level_pct']}%", "induction", tau, rule,
+                                  last[m["panel"]] if never else m["tokens_b"], matches(claim, m["tokens_b"], never),
+                                  m["bound"], INDUCTION_THRESHOLD, "per-class"))
+    return rows
+
+
+def _recall_hangs_on(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
+    """Each recall level: the circuit head whose rise completes it, and its margin to the bar."""
+    recall = circuit_recall(dev, rule=rule)
+    circuit = final_circuit(dev, rule=rule)
+    col = sel_column("induction")
+    rows = []
+    for m in recall_milestones(recall).to_dict("records"):
+        heads = circuit[circuit["panel"] == m["panel"]]
+        if pd.isna(m["revision"]) or heads.empty:
+            continue
+        at = dev[(dev["panel"] == m["panel"]) & (dev["revision"] == m["revision"])].merge(
+            heads[["layer", "head"]], on=["layer", "head"]).sort_values(col, ascending=False)
+        k = max(1, math.ceil(m["level"] * len(heads) - EPS))
+        r = at.iloc[k - 1]
+        name, value = head_name(r["layer"], r["head"]), float(r[col])
+        rows.append({"panel": m["panel"], "item": f"{m['level_pct']}%", "varied": "induction",
+                     "bar": INDUCTION_THRESHOLD, "head": name, "revision": m["revision"], "tokens_b": m["tokens_b"],
+                     "head_value": value, "margin": value / INDUCTION_THRESHOLD, "stays_from": np.nan,
+                     "stays_to": np.nan,
+                     "text": f"{m['level_pct']}% at {'≤ ' if m['bound'] == 'upper' else ''}"
+                             f"{tokens_text(m['tokens_b'])}"
+                             f"{' (the first probed revision)' if m['bound'] == 'upper' else ''}: {name} reads "
+                             f"{value:.3g}× ({value / INDUCTION_THRESHOLD:.2f}× the bar)"})
+    return rows
+
+
+RECALL_CLAIM = RobustClaim(
+    "F4.recall", "F4", "recall of the final circuit reaches each level at the revision the paper gives",
+    "tokens (B) of the first revision reaching the level", COUNTING_RULES, _recall_over_bars, _recall_hangs_on,
+    unit=fmt_tokens_b, axis=("first revision reaching the level (tokens, B)", "log", None))

@@ -19,12 +19,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from circuitdev.analysis.devtable import final_circuit, head_name, require
-from circuitdev.analysis.findings.f5_pr_lead import (FORMATION_THRESHOLDS, ElevationRule, PanelHeads, _first_true,
-                                                     _panel_matrices, _select_heads, lead_bound_text, lead_censoring,
+from circuitdev.analysis.devtable import final_circuit, require
+from circuitdev.analysis.findings.f5_pr_lead import (FORMATION_THRESHOLDS, ElevationRule, PanelHeads, first_true,
+                                                     panel_matrices, select_heads, lead_bound_text, lead_censoring,
                                                      lead_value, pr_elevated)
 from circuitdev.errors import ConfigError
-from circuitdev.schema import BOS_THRESHOLD, sel_column
+from circuitdev.schema import BOS_THRESHOLD, head_name, sel_column
+
+__all__ = ["LEAD_NULL_TABLE", "elevation_base_rate", "lead_null", "lead_null_texts", "lead_null_settings",
+           "lead_null_tests",
+           "pr_against_null", "null_pr_summary"]
 
 # the columns a page shows of a lead_null table (+ tier): the rest are in reanalyse's f5_lead_null.csv
 LEAD_NULL_TABLE = ["tier", "panel", "head_class", "rule", "heads", "defined", "lower", "upper", "median_lead",
@@ -32,6 +36,7 @@ LEAD_NULL_TABLE = ["tier", "panel", "head_class", "rule", "heads", "defined", "l
                    "base_rate_first"]
 N_PERMUTATIONS = 10_000  # permutations of the null: a p-value of 0.05 has a Monte Carlo error of about 0.002
 PERMUTATION_SEED = 0
+ALPHA = 0.05  # the level a test must be able to reach (min_p) and reach (p_value)
 NULL_PR_QUANTILE = 0.99  # the paper's null PR statistic: the 99th percentile over every head (and draw)
 
 
@@ -42,12 +47,12 @@ def elevation_base_rate(dev: pd.DataFrame, *, rule: ElevationRule = "fraction-of
     tokens_b, n_heads, n_elevated, share_elevated, n_first, share_first, rule, level."""
     require(dev, ["pr"], "elevation_base_rate")
     frames = []
-    for panel, revs, _, _, mats in _panel_matrices(dev, ["pr"]):
+    for panel, revs, _, _, mats in panel_matrices(dev, ["pr"]):
         pr = mats["pr"][~np.isnan(mats["pr"]).all(axis=1)]  # (heads with a PR, revisions)
         if not len(pr):
             continue
         up = pr_elevated(pr, rule=rule, level=level)
-        first = _first_true(up)
+        first = first_true(up)
         known = (~np.isnan(pr)).sum(axis=0)
         n_first = np.bincount(first[first >= 0], minlength=pr.shape[1])
         frames.append(pd.DataFrame({
@@ -63,7 +68,7 @@ def elevation_base_rate(dev: pd.DataFrame, *, rule: ElevationRule = "fraction-of
 LEAD_NULL_COLUMNS = ["panel", "head_class", "rule", "level", "heads", "defined", "lower", "upper", "median_lead",
                      "other_heads",
                 "other_median_lead", "transient_heads", "transient_median_lead", "null_mean", "null_lo", "null_hi",
-                "p_value", "n_perm", "seed", "first_revision", "base_rate_first"]
+                "p_value", "p_greater", "min_p", "n_perm", "seed", "first_revision", "base_rate_first"]
 
 
 def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: float | None = None,
@@ -82,58 +87,109 @@ def lead_null(dev: pd.DataFrame, *, head_class: str = "induction", threshold: fl
     given to as many heads drawn at random (without replacement) from all heads with a PR, `n_perm` times
     (`numpy.random.default_rng(seed)`); draws whose leads are all undefined are left out (n_perm counts the rest).
     p_value = (1 + #{null median >= observed}) / (1 + n_perm): one-sided, "the circuit's median lead exceeds what
-    random heads show". first_revision / base_rate_first: the share of all heads elevated at the first revision."""
+    random heads show"; p_greater = (1 + #{null median > observed}) / (1 + n_perm), the same without ties (P(null >
+    observed)). min_p: the test's power -- the p_value of the best outcome the data could give under the same null
+    and draws: every circuit head elevated at the earliest revision any head is (NaN when even that gives no
+    lead); min_p >= 0.05 means the test cannot reject whatever the data. first_revision / base_rate_first: the
+    share of all heads elevated at the first revision. A panel whose first revision is the initialisation (0
+    tokens) reads leads with `at_init` (f5_pr_lead: an elevation there gives no lead)."""
     if n_perm < 1:
         raise ConfigError(f"n_perm must be >= 1, got {n_perm}")
     tau = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
     require(dev, ["pr", sel_column(head_class)], "lead_null")
-    chosen = _select_heads(dev, heads, head_class, tau)
+    chosen = select_heads(dev, heads, head_class, tau)
     rng = np.random.default_rng(seed)
     rows = []
-    for panel, revs, layers, hs, mats in _panel_matrices(dev, [sel_column(head_class), "pr"]):
+    for panel, revs, layers, hs, mats in panel_matrices(dev, [sel_column(head_class), "pr"]):
         key = layers * 10**4 + hs
         want = chosen[chosen["panel"] == panel]
         circuit = np.isin(key, want["layer"].to_numpy() * 10**4 + want["head"].to_numpy())
         has_pr = ~np.isnan(mats["pr"]).all(axis=1)
         if not circuit.any() or not has_pr.any():
             continue
-        n_rev = len(revs["revision"])
-        formed = mats[sel_column(head_class)] >= tau
-        f_all = _first_true(formed)
-        e_all = _first_true(pr_elevated(mats["pr"], rule=rule, level=level))
-        f_c, observed = f_all[circuit], lead_value(f_all[circuit], e_all[circuit], n_rev, has_pr[circuit])
-        kinds = lead_censoring(f_c, e_all[circuit], has_pr[circuit])
-        others = ~circuit & has_pr
-        other = lead_value(f_c[None, :], e_all[others][:, None], n_rev)  # (other heads, circuit formations)
-        transient = ~circuit & formed.any(axis=1) & ~formed[:, -1] & has_pr
-        trans = lead_value(f_all[transient], e_all[transient], n_rev)
-        pool = np.flatnonzero(has_pr)
-        k = int(circuit.sum())
-        null = _null_medians(f_c, e_all[pool], n_rev, k, n_perm, rng) if k <= len(pool) else np.array([])
-        obs = float(np.nanmedian(observed)) if np.isfinite(observed).any() else np.nan
-        up0 = pr_elevated(mats["pr"][has_pr], rule=rule, level=level)[:, 0]
-        rows.append({
-            "panel": panel, "head_class": head_class, "rule": rule, "level": level, "heads": k,
-            "defined": int(np.isfinite(observed).sum()), "lower": int((kinds == "lower").sum()),
-            "upper": int((kinds == "upper").sum()), "median_lead": obs, "other_heads": int(others.sum()),
-            "other_median_lead": _median(other), "transient_heads": int(transient.sum()),
-            "transient_median_lead": _median(trans), "null_mean": float(null.mean()) if len(null) else np.nan,
-            "null_lo": float(np.percentile(null, 2.5)) if len(null) else np.nan,
-            "null_hi": float(np.percentile(null, 97.5)) if len(null) else np.nan,
-            "p_value": (1 + int((null >= obs).sum())) / (1 + len(null)) if len(null) and np.isfinite(obs) else np.nan,
-            "n_perm": len(null), "seed": seed, "first_revision": revs["revision"][0],
-            "base_rate_first": float(up0.mean())})
+        rows.append({"panel": panel, "head_class": head_class, "rule": rule, "level": level,
+                     **_panel_null(revs, mats, circuit, has_pr, sel_column(head_class), tau, rule, level, n_perm,
+                                   rng), "seed": seed})
     return pd.DataFrame(rows, columns=LEAD_NULL_COLUMNS)
+
+
+def _panel_null(revs: dict, mats: dict, circuit: np.ndarray, has_pr: np.ndarray, column: str, tau: float,
+                rule: ElevationRule, level: float, n_perm: int, rng: np.random.Generator) -> dict:
+    """One panel's row of `lead_null` (less panel, class, rule, level, seed): the circuit's leads, the other and
+    transient heads', the permutation null and its power (min_p)."""
+    n_rev = len(revs["revision"])
+    init = bool(revs["tokens_b"][0] == 0)  # the first revision is the initialisation (a toy panel's step0)
+    formed = mats[column] >= tau
+    f_all = first_true(formed)
+    e_all = first_true(pr_elevated(mats["pr"], rule=rule, level=level))
+    f_c = f_all[circuit]
+    observed = lead_value(f_c, e_all[circuit], n_rev, has_pr[circuit], at_init=init)
+    kinds = lead_censoring(f_c, e_all[circuit], has_pr[circuit], at_init=init)
+    others = ~circuit & has_pr
+    other = lead_value(f_c[None, :], e_all[others][:, None], n_rev, at_init=init)  # (other heads, formations)
+    transient = ~circuit & formed.any(axis=1) & ~formed[:, -1] & has_pr
+    trans = lead_value(f_all[transient], e_all[transient], n_rev, at_init=init)
+    pool = np.flatnonzero(has_pr)
+    k = int(circuit.sum())
+    null = _null_medians(f_c, e_all[pool], n_rev, k, n_perm, rng, init) if k <= len(pool) else np.array([])
+    obs = float(np.nanmedian(observed)) if np.isfinite(observed).any() else np.nan
+    earliest = e_all[pool][e_all[pool] >= 0].min() if (e_all[pool] >= 0).any() else -1
+    best = lead_value(f_c, np.full(k, earliest), n_rev, has_pr[circuit], at_init=init)
+    best = float(np.nanmedian(best)) if np.isfinite(best).any() else np.nan
+    up0 = pr_elevated(mats["pr"][has_pr], rule=rule, level=level)[:, 0]
+    return {
+        "heads": k, "defined": int(np.isfinite(observed).sum()), "lower": int((kinds == "lower").sum()),
+        "upper": int((kinds == "upper").sum()), "median_lead": obs, "other_heads": int(others.sum()),
+        "other_median_lead": _median(other), "transient_heads": int(transient.sum()),
+        "transient_median_lead": _median(trans), "null_mean": float(null.mean()) if len(null) else np.nan,
+        "null_lo": float(np.percentile(null, 2.5)) if len(null) else np.nan,
+        "null_hi": float(np.percentile(null, 97.5)) if len(null) else np.nan,
+        "p_value": _p(null, obs, ">="), "p_greater": _p(null, obs, ">"), "min_p": _p(null, best, ">="),
+        "n_perm": len(null), "first_revision": revs["revision"][0], "base_rate_first": float(up0.mean())}
 
 
 def lead_null_texts(null: pd.DataFrame) -> pd.DataFrame:
     """`lead_null` rows with `text`: "+2 against a null mean of +1.4, p = 0.43", the median marked as a bound where
-    its leads are (`f5_pr_lead.lead_bound_text`)."""
+    its leads are (`f5_pr_lead.lead_bound_text`); and `power`, whether the test can reject at all and what it
+    concludes (issue 29): "cannot reject at 0.05 whatever the data (the best attainable p is 0.74)", "could
+    reject (best attainable p 0.011) and does not: no lead beyond chance", "rejects: a lead beyond chance"."""
     def text(r) -> str:
         lead = lead_bound_text(r["median_lead"], r["defined"], r["lower"], r["upper"])
         return f"{lead} against a null mean of {r['null_mean']:+.2g}, p = {r['p_value']:.2g}" \
             if pd.notna(r["p_value"]) else f"{lead} (no null)"
-    return null.assign(text=[text(r) for _, r in null.iterrows()] if len(null) else [])
+
+    def power(r) -> str:
+        min_p = r.get("min_p", np.nan)
+        if pd.isna(min_p) or pd.isna(r["p_value"]):
+            return "no test: no lead is defined"
+        if min_p >= ALPHA:
+            return f"cannot reject at {ALPHA:g} whatever the data (the best attainable p is {min_p:.2g})"
+        if r["p_value"] >= ALPHA:
+            return f"could reject (best attainable p {min_p:.2g}) and does not: no lead beyond chance"
+        return f"rejects (p = {r['p_value']:.2g}): a lead beyond chance"
+    rows = list(null.iterrows())
+    return null.assign(text=[text(r) for _, r in rows] if len(null) else [],
+                       power=[power(r) for _, r in rows] if len(null) else [])
+
+
+def lead_null_tests(null: pd.DataFrame, *, rule: ElevationRule = "fraction-of-peak", level: float = 0.5
+                    ) -> pd.DataFrame:
+    """F5.lead's null tests for the verdicts (`verdicts.TEST_COLUMNS`: claim, panel, item = the class, p_value,
+    min_p), from `lead_null` rows (panel named `panel` or `model`) under the lead's default elevation rule."""
+    columns = ["claim", "panel", "item", "p_value", "min_p"]
+    if null is None or null.empty:
+        return pd.DataFrame(columns=columns)
+    null = null.rename(columns={"model": "panel"})
+    null = null[(null["rule"] == rule) & np.isclose(null["level"].astype(float), level)]
+    return pd.DataFrame({"claim": "F5.lead", "panel": null["panel"], "item": null["head_class"],
+                         "p_value": null["p_value"], "min_p": null["min_p"]}, columns=columns)
+
+
+def _p(null: np.ndarray, value: float, side: str) -> float:
+    """(1 + #{null >= value}) / (1 + draws) (side ">=") or with ">" (no ties); NaN without draws or value."""
+    if not len(null) or not np.isfinite(value):
+        return np.nan
+    return (1 + int((null >= value).sum() if side == ">=" else (null > value).sum())) / (1 + len(null))
 
 
 def _median(values: np.ndarray) -> float:
@@ -142,14 +198,14 @@ def _median(values: np.ndarray) -> float:
 
 
 def _null_medians(formation: np.ndarray, elevation: np.ndarray, n_rev: int, k: int, n_perm: int,
-                  rng: np.random.Generator, chunk: int = 2000) -> np.ndarray:
+                  rng: np.random.Generator, at_init: bool = False, chunk: int = 2000) -> np.ndarray:
     """Median lead of `formation` (k,) given to k heads drawn without replacement from `elevation` (pool,), per
     permutation; permutations whose leads are all undefined are dropped. In chunks, to bound memory."""
     out = []
     for start in range(0, n_perm, chunk):
         m = min(chunk, n_perm - start)
         draw = rng.random((m, len(elevation))).argsort(axis=1)[:, :k]  # (m, k) distinct heads per permutation
-        leads = lead_value(formation[None, :], elevation[draw], n_rev)
+        leads = lead_value(formation[None, :], elevation[draw], n_rev, at_init=at_init)
         ok = np.isfinite(leads).any(axis=1)
         with np.errstate(all="ignore"):
             out.append(np.nanmedian(np.where(ok[:, None], leads, 0.0), axis=1)[ok])
@@ -215,5 +271,3 @@ def null_pr_summary(calibrated: pd.DataFrame, dev: pd.DataFrame | None = None, *
     return out[columns]
 
 
-__all__ = ["LEAD_NULL_TABLE", "N_PERMUTATIONS", "PERMUTATION_SEED", "NULL_PR_QUANTILE", "LEAD_NULL_COLUMNS", "elevation_base_rate",
-           "lead_null", "lead_null_settings", "lead_null_texts", "pr_against_null", "null_pr_summary"]

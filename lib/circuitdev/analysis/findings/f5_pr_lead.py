@@ -14,23 +14,33 @@ happened after the last one if at all, so a lead built from them is a bound (`le
                 (lead at most formation_index - the number of revisions)
     undefined   formed and elevated both at the first revision (their order cannot be read), or no PR
     not formed  the head never reaches the threshold (only heads passed in `heads=`)
+Where the first revision is the initialisation itself (0 tokens: a toy panel's step0; issue 29), nothing came before
+it: a formation there is exact, and an elevation there gives no lead (every head's PR is "elevated" against its own
+start at random weights), so such a lead is undefined rather than a lower bound.
 `lead_checkpoints` holds the value or the bound (NaN when undefined): a head formed at the first revision no longer
 scores 0.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Sequence
+
+import re
 
 import numpy as np
 import pandas as pd
 
-from circuitdev.analysis.devtable import final_circuit, head_name, index, panel_order, require, revisions
+from circuitdev.analysis.claims import paper_series
+from circuitdev.analysis.devtable import final_circuit, index, panel_order, require, revisions
+from circuitdev.analysis.findings.claim import CLASS_VARIED, RobustClaim, claim_row
 from circuitdev.errors import ConfigError
-from circuitdev.schema import BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, sel_column
+from circuitdev.measure.pr_integral import pr_integral
+from circuitdev.schema import (BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, head_name, parse_head,
+                               sel_column)
+
+__all__ = ["ElevationRule", "head_trajectories", "pr_lead", "lead_summary", "lead_texts"]
 
 ElevationRule = Literal["fraction-of-peak", "peak-to-date", "ratio-to-start", "above-level"]
-LeadCensoring = Literal["exact", "lower", "upper", "undefined", "not formed"]
 LEAD_CENSORING: tuple[str, ...] = ("exact", "lower", "upper", "undefined", "not formed")
 # Formation thresholds (method reference §6 `formation_idx`): induction 50, previous-token 100, first-token 30.
 FORMATION_THRESHOLDS: dict[str, float] = {"induction": INDUCTION_THRESHOLD, "previous-token": PREV_TOKEN_THRESHOLD,
@@ -42,18 +52,7 @@ PR_SIGNAL_FLOOR = 1e-3  # the plotted PR signal is max(PR - 1, 1e-3) (log axis)
 PanelHeads = Mapping[str, Sequence["str | tuple[int, int]"]]
 
 
-def parse_head(name) -> tuple[int, int]:
-    if isinstance(name, (tuple, list)):
-        return int(name[0]), int(name[1])
-    text = str(name).upper().replace("_", "")
-    try:
-        layer, head = text.removeprefix("L").split("H")
-        return int(layer), int(head)
-    except ValueError as err:
-        raise ConfigError(f"head {name!r}: write heads as 'L4H4', 'L4_H4' or (4, 4)") from err
-
-
-def _select_heads(dev: pd.DataFrame, heads: PanelHeads | None, head_class: str, threshold: float) -> pd.DataFrame:
+def select_heads(dev: pd.DataFrame, heads: PanelHeads | None, head_class: str, threshold: float) -> pd.DataFrame:
     """panel, layer, head of the heads to follow: `heads` per panel, or the final-revision circuit."""
     if heads is None:
         return final_circuit(dev, head_class=head_class, threshold=threshold)[["panel", "layer", "head"]]
@@ -70,7 +69,7 @@ def head_trajectories(dev: pd.DataFrame, *, head_class: str = "induction", thres
     signal), selectivity, formed (selectivity >= threshold)."""
     threshold = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
     require(dev, ["pr", sel_column(head_class)], "head_trajectories")
-    chosen = _select_heads(dev, heads, head_class, threshold)
+    chosen = select_heads(dev, heads, head_class, threshold)
     rows = dev.merge(chosen, on=["panel", "layer", "head"])
     rows = rows.merge(revisions(dev)[["panel", "revision", "revision_index", "token_fraction"]],
                       on=["panel", "revision"])
@@ -116,7 +115,7 @@ def pr_elevated(pr: np.ndarray, *, rule: ElevationRule = "fraction-of-peak", lev
                       f"got {rule!r}")
 
 
-def _panel_matrices(dev: pd.DataFrame, columns: Sequence[str]):
+def panel_matrices(dev: pd.DataFrame, columns: Sequence[str]):
     """Per panel: (panel, its revisions in token order, layer and head of each of its heads, {column: heads x
     revisions matrix}), NaN where a head has no row. The vectorised form of per-head trajectories."""
     ix = index(dev)
@@ -139,28 +138,32 @@ def _nullable(values: np.ndarray, ok: np.ndarray) -> pd.array:
     return pd.array([int(v) if k else None for v, k in zip(values, ok)], dtype="Int64")
 
 
-def _first_true(mask: np.ndarray) -> np.ndarray:
+def first_true(mask: np.ndarray) -> np.ndarray:
     """Index of the first True along the last axis, -1 where there is none."""
     return np.where(mask.any(axis=-1), mask.argmax(axis=-1), -1)
 
 
 def lead_value(formation: np.ndarray, elevation: np.ndarray, n_revisions: int,
-               has_pr: np.ndarray | bool = True) -> np.ndarray:
+               has_pr: np.ndarray | bool = True, *, at_init: bool = False) -> np.ndarray:
     """Lead in checkpoints (formation - elevation index; -1 = never) with the censoring rules of the module
-    docstring: the value or the bound, NaN where undefined or not formed. Broadcasts (the permutation null calls it
-    on (permutations, heads) arrays)."""
+    docstring: the value or the bound, NaN where undefined or not formed. `at_init`: the first revision is the
+    initialisation (0 tokens; the toy panels' step0), where an elevation gives no lead and a formation is exact.
+    Broadcasts (the permutation null calls it on (permutations, heads) arrays)."""
     f, e = np.broadcast_arrays(np.asarray(formation), np.asarray(elevation))
     value = np.where(e >= 0, f - e, f - n_revisions).astype(float)
     bad = (f < 0) | ((f == 0) & (e == 0)) | ~np.broadcast_to(np.asarray(has_pr, dtype=bool), f.shape)
+    if at_init:
+        bad = bad | (e == 0)
     return np.where(bad, np.nan, value)
 
 
-def lead_censoring(formation: np.ndarray, elevation: np.ndarray, has_pr: np.ndarray | bool = True) -> np.ndarray:
-    """The censoring label (LEAD_CENSORING) of each lead `lead_value` gives."""
+def lead_censoring(formation: np.ndarray, elevation: np.ndarray, has_pr: np.ndarray | bool = True, *,
+                   at_init: bool = False) -> np.ndarray:
+    """The censoring label (LEAD_CENSORING) of each lead `lead_value` gives (with the same `at_init`)."""
     f, e = np.broadcast_arrays(np.asarray(formation), np.asarray(elevation))
     kind = np.full(f.shape, "exact", dtype=object)
-    kind[(e == 0) & (f > 0)] = "lower"
-    kind[((f == 0) & (e > 0)) | ((e < 0) & (f >= 0))] = "upper"
+    kind[(e == 0) & (f > 0)] = "undefined" if at_init else "lower"
+    kind[((f == 0) & (e > 0) & (not at_init)) | ((e < 0) & (f >= 0))] = "upper"
     kind[((f == 0) & (e == 0)) | ~np.broadcast_to(np.asarray(has_pr, dtype=bool), f.shape)] = "undefined"
     kind[f < 0] = "not formed"
     return kind
@@ -188,7 +191,7 @@ def pr_lead(dev: pd.DataFrame, *, head_class: str = "induction", threshold: floa
         from circuitdev.analysis import uncertainty
 
         tau = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
-        chosen = _select_heads(dev, heads, head_class, tau)
+        chosen = select_heads(dev, heads, head_class, tau)
         fixed = {p: [(int(l), int(h)) for l, h in zip(g["layer"], g["head"])] for p, g in chosen.groupby("panel")}
         return uncertainty.with_intervals(dev, boot, lambda d: pr_lead(
             d, head_class=head_class, threshold=tau, heads=fixed, rule=rule, level=level),
@@ -206,16 +209,16 @@ def _leads(dev: pd.DataFrame, *, head_class: str, threshold: float | None, heads
     """pr_lead for several (rule, level) settings, building the per-panel matrices once."""
     threshold = FORMATION_THRESHOLDS.get(head_class, BOS_THRESHOLD) if threshold is None else threshold
     require(dev, ["pr", sel_column(head_class)], "pr_lead")
-    chosen = _select_heads(dev, heads, head_class, threshold)
+    chosen = select_heads(dev, heads, head_class, threshold)
     frames = []
-    for panel, revs, layers, hs, mats in _panel_matrices(dev, [sel_column(head_class), "pr"]):
+    for panel, revs, layers, hs, mats in panel_matrices(dev, [sel_column(head_class), "pr"]):
         want = chosen[chosen["panel"] == panel]
         keep = np.isin(layers * 10**4 + hs, want["layer"].to_numpy() * 10**4 + want["head"].to_numpy())
         if not keep.any():
             continue
         tokens, labels = revs["tokens_b"], revs["revision"]
         pick = lambda arr, i: np.where(i >= 0, arr[np.maximum(i, 0)], None)  # noqa: E731
-        f = _first_true(mats[sel_column(head_class)][keep] >= threshold)
+        f = first_true(mats[sel_column(head_class)][keep] >= threshold)
         ft = np.where(f >= 0, tokens[np.maximum(f, 0)], np.nan)
         base = {"panel": panel, "layer": layers[keep], "head": hs[keep],
                 "name": [head_name(l, h) for l, h in zip(layers[keep], hs[keep])], "head_class": head_class,
@@ -223,9 +226,11 @@ def _leads(dev: pd.DataFrame, *, head_class: str, threshold: float | None, heads
                 "formation_tokens_b": ft}
         has_pr = ~np.isnan(mats["pr"][keep]).all(axis=1)
         for rule, level in settings:
-            e = _first_true(pr_elevated(mats["pr"][keep], rule=rule, level=level))
+            e = first_true(pr_elevated(mats["pr"][keep], rule=rule, level=level))
             et = np.where(e >= 0, tokens[np.maximum(e, 0)], np.nan)
-            value, kind = lead_value(f, e, len(labels), has_pr), lead_censoring(f, e, has_pr)
+            init = bool(tokens[0] == 0)  # a toy panel's step0: no lead from an elevation there, no bound
+            value, kind = (lead_value(f, e, len(labels), has_pr, at_init=init),
+                           lead_censoring(f, e, has_pr, at_init=init))
             exact = (kind == "exact") & (et > 0)
             frames.append(pd.DataFrame({
                 **base, "elevation_revision": pick(labels, e), "elevation_index": _nullable(e, e >= 0),
@@ -304,22 +309,18 @@ def sensitivity_medians(grid: pd.DataFrame) -> pd.DataFrame:
 
 def pr_features(dev: pd.DataFrame) -> pd.DataFrame:
     """The authors' static PR features per head (method reference §3), over the revisions with a known PR:
-    integral = trapezoid(max(PR - 1, 0), ln(max(tokens_b, 1))) (so revisions below 1B tokens add nothing),
+    integral = measure.pr_integral (the trapezoid of max(PR - 1, 0) over ln(max(tokens_b, 1)): revisions below 1B
+    tokens add nothing),
     spread = max - min PR, final_pr, max_pr, min_pr. Heads without any PR are left out."""
     require(dev, ["pr"], "pr_features")
     frames = []
-    for panel, revs, layers, hs, mats in _panel_matrices(dev, ["pr"]):
+    for panel, revs, layers, hs, mats in panel_matrices(dev, ["pr"]):
         known = ~np.isnan(mats["pr"]).all(axis=1)
         if not known.any():
             continue
         pr, layers, hs = mats["pr"][known], layers[known], hs[known]
-        x = np.log(np.maximum(revs["tokens_b"], 1.0))
-        integral, last = np.empty(len(pr)), np.empty(len(pr))
-        for i, row in enumerate(pr):  # per head: skip revisions without a PR
-            ok = ~np.isnan(row)
-            y = np.maximum(row[ok] - 1, 0)
-            integral[i] = float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x[ok])))
-            last[i] = row[ok][-1]
+        integral = pr_integral(pr, np.asarray(revs["tokens_b"], dtype=float))  # skips revisions without a PR
+        last = np.array([row[~np.isnan(row)][-1] for row in pr])
         frames.append(pd.DataFrame({
             "panel": panel, "layer": layers, "head": hs, "name": [head_name(l, h) for l, h in zip(layers, hs)],
             "integral": integral, "spread": np.nanmax(pr, axis=1) - np.nanmin(pr, axis=1), "final_pr": last,
@@ -328,3 +329,63 @@ def pr_features(dev: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
+# ------------------------------------------------------------------------------------ F5 as a robustness claim
+def _lead_statement(paper) -> Callable[[float], bool]:
+    """The paper's F5 value ("1-2", "0", "2-4") as a statement about the median lead: > 0, or = 0 when it says 0."""
+    low = float(re.split(r"\s*[-–]\s*", str(paper).strip())[0])
+    return (lambda v: v > 0) if low > 0 else (lambda v: v == 0)
+
+
+def _lead_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: str) -> list[dict]:
+    if "pr" not in dev.columns or dev["pr"].isna().all():
+        return []
+    statements = {c.params["head_class"]: _lead_statement(c.paper) for c in paper_series("F5.lead@")}
+    first = dev.groupby("panel", sort=False)["tokens_b"].min()
+    rows = []
+    for head_class, holds in statements.items():
+        for tau in taus:
+            leads = pr_lead(dev, head_class=head_class, threshold=tau)
+            for panel in pd.unique(dev["panel"]):
+                g = leads[leads["panel"] == panel] if len(leads) else leads
+                lead = pd.to_numeric(g["lead_checkpoints"], errors="coerce").astype(float) if len(g) else \
+                    pd.Series(dtype=float)
+                median = float(lead.median()) if lead.notna().any() else np.nan
+                early = first.loc[panel] > 0
+                f0 = bool(early and (g["formation_index"] == 0).fillna(False).any()) if len(g) else False
+                e0 = bool(early and (g["elevation_index"] == 0).fillna(False).any()) if len(g) else False
+                bound = "none" if f0 and e0 else "upper" if f0 else "lower" if e0 else "exact"
+                rows.append(claim_row(panel, head_class, CLASS_VARIED[head_class], tau, rule, median,
+                                      bool(np.isfinite(median) and holds(median)), bound,
+                                      FORMATION_THRESHOLDS[head_class], "per-class"))
+    return rows
+
+
+def _lead_hangs_on(dev: pd.DataFrame, rule: str) -> list[dict]:
+    """The median lead per class and panel, each head's lead, and how many are bounds (formed or elevated at the
+    first probed revision)."""
+    rows = []
+    for head_class in ("induction", "previous-token", "first-token"):
+        leads = pr_lead(dev, head_class=head_class) if "pr" in dev.columns and dev["pr"].notna().any() \
+            else pd.DataFrame()
+        for panel, g in (leads.groupby("panel", sort=False) if len(leads) else []):
+            lead = pd.to_numeric(g["lead_checkpoints"], errors="coerce").astype(float)
+            listed = ", ".join(f"{n} {v:g}" if np.isfinite(v) else f"{n} undefined"
+                               for n, v in list(zip(g["name"], lead))[:6]) + \
+                (f" and {len(g) - 6} more" if len(g) > 6 else "")
+            at_first = int(((g["formation_index"] == 0) | (g["elevation_index"] == 0)).fillna(False).sum())
+            median = float(lead.median()) if lead.notna().any() else np.nan
+            said = f"the median lead is {median:g} checkpoint{'' if median == 1 else 's'}" if np.isfinite(median) \
+                else "no lead (no head both forms and has an elevated PR)"
+            rows.append({"panel": panel, "item": head_class, "varied": CLASS_VARIED[head_class], "head": None,
+                         "bar": FORMATION_THRESHOLDS[head_class], "head_value": median, "margin": np.nan,
+                         "text": f"{said} over the {lead.count()} of {len(g)} {head_class} heads with a lead "
+                                 f"(each head's: {listed}); {at_first} of the {len(g)} formed or were elevated at "
+                                 "the first probed revision, where a lead is a bound"})
+    return rows
+
+
+LEAD_CLAIM = RobustClaim(
+    "F5.lead", "F5",
+    "the median PR lead over formation has the paper's sign (positive; zero for previous-token heads)",
+    "median lead (checkpoints) over the final circuit", ("per-class",), _lead_over_bars, _lead_hangs_on,
+    unit=lambda v: f"{v:g} checkpoints", axis=("median PR lead (checkpoints)", "linear", 0.0))

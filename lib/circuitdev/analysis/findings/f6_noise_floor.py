@@ -12,6 +12,8 @@ import pandas as pd
 from circuitdev.analysis.devtable import require
 from circuitdev.errors import DataError
 
+__all__ = ["NULL_COLUMNS", "null_statistics", "noise_floor"]
+
 NULL_COLUMNS = ("revision", "tokens_b", "null_p99", "null_max", "real_max", "k_above")
 
 

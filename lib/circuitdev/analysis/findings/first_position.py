@@ -21,6 +21,8 @@ import re
 import numpy as np
 import pandas as pd
 
+__all__ = ["NORM_COLUMNS", "stream_words", "position_norms", "norm_summary"]
+
 NORM_COLUMNS = ["panel", "revision", "step", "tokens_b", "stream", "depth", "norm_ratio", "norm_pos0", "norm_median"]
 _STREAM = re.compile(r"^norm_ratio_(embed|l\d+)$")
 

@@ -19,6 +19,9 @@ from circuitdev.analysis.findings.f3_milestones import PAPER_MILESTONES, Milesto
 from circuitdev.errors import ConfigError, DataError
 from circuitdev.schema import BOS_THRESHOLD, CLASS_THRESHOLD, INDUCTION_THRESHOLD
 
+__all__ = ["REVISION_METRICS", "revision_metric", "event_window", "window_comparison", "milestone_window_comparison",
+           "PanelView"]
+
 
 def _count_metric(head_class: str, threshold: float):
     def metric(dev: pd.DataFrame) -> pd.DataFrame:

@@ -8,15 +8,17 @@ is; per-claim summaries and rule verdicts for the robustness page; the sentences
 
 from __future__ import annotations
 
-
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from circuitdev.analysis.findings.robustness import ROBUSTNESS_CLAIMS, ROBUSTNESS_THRESHOLDS, robust_claim
-from circuitdev.analysis.units import fmt_tokens_b
+from circuitdev.analysis.bars import bar_runs, runs_text
+from circuitdev.analysis.findings.claim import ROBUSTNESS_THRESHOLDS
+from circuitdev.analysis.findings.robustness import ROBUSTNESS_CLAIMS, robust_claim
 from circuitdev.errors import ConfigError
+
+__all__ = ["holds_ranges", "ranges_text", "claim_summary", "rule_verdicts", "claims_frame", "ranges_sentence"]
 
 
 def _series(table: pd.DataFrame, claim: str, *, panel: str, varied: str | None, rule: str | None,
@@ -38,14 +40,7 @@ def holds_ranges(table: pd.DataFrame, claim: str, *, panel: str, varied: str | N
     table's grid, each (lowest, highest), e.g. [(5, 25), (35, 100)]; [] when it holds at none. `rule` defaults to
     the paper's; name `varied` / `item` where the claim has several."""
     g = _series(table, claim, panel=panel, varied=varied, rule=rule, item=item)
-    out, run = [], []
-    for tau, ok in zip(g["threshold"], g["holds"]):
-        if ok:
-            run.append(float(tau))
-        elif run:
-            out.append((run[0], run[-1]))
-            run = []
-    return out + ([(run[0], run[-1])] if run else [])
+    return bar_runs(g.loc[g["holds"].astype(bool), "threshold"].astype(float), g["threshold"].astype(float).tolist())
 
 
 def ranges_text(ranges: Sequence[tuple[float, float]], grid: Sequence[float] = ROBUSTNESS_THRESHOLDS) -> str:
@@ -54,8 +49,7 @@ def ranges_text(ranges: Sequence[tuple[float, float]], grid: Sequence[float] = R
         return "at no bar of the grid"
     if len(ranges) == 1 and ranges[0] == (min(grid), max(grid)):
         return f"every bar ({min(grid):g}–{max(grid):g}×)"
-    parts = [f"{a:g}×" if a == b else f"{a:g}–{b:g}×" for a, b in ranges]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return runs_text(ranges, last=" and ")
 
 
 def claim_summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -82,17 +76,9 @@ def claim_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def value_text(claim: str, value: float) -> str | None:
-    """A claim's value in its own unit: F1 a count of heads, F2 a share, F3's gap a ratio, milestones and recall
-    levels training tokens, F5 checkpoints."""
-    if not np.isfinite(value):
-        return None
-    family = claim.split(".")[0]
-    if claim == "F3.gap":
-        return f"{value:.3g}×"
-    if claim in ("F3.milestones", "F4.recall"):
-        return fmt_tokens_b(value)
-    return {"F1": f"{value:g} heads", "F2": f"{100 * value:.0f}% in the largest jump",
-            "F5": f"{value:g} checkpoints"}.get(family, f"{value:.3g}")
+    """A claim's value in its own unit (the claim's `unit`: F1 a count of heads, F2 a share, F3's gap a ratio,
+    milestones and recall levels training tokens, F5 checkpoints); None when not finite."""
+    return robust_claim(claim).value_text(value)
 
 
 def rule_verdicts(table: pd.DataFrame) -> pd.DataFrame:

@@ -11,6 +11,8 @@ from circuitdev.analysis.devtable import require
 
 from circuitdev.schema import SEED_SUFFIX  # a toy seed replica's panel: <panel>-s<seed>; seed 0 = <panel>
 
+__all__ = ["seed_of", "seed_spread"]
+
 
 def seed_of(panel: str) -> tuple[str, int]:
     """(base panel, seed) of a panel name: "toy-pythia-s2" -> ("toy-pythia", 2), "toy-pythia" -> ("toy-pythia", 0)."""

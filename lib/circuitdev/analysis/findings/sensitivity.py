@@ -14,6 +14,8 @@ from circuitdev.analysis.findings.f2_shapes import trajectory_shape
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import check_head_class, sel_column
 
+__all__ = ["SENSITIVITY_THRESHOLDS", "threshold_sensitivity", "shape_sensitivity"]
+
 # A log grid over [2, 1000]x that contains the paper's thresholds (30x, 50x, 100x) exactly.
 SENSITIVITY_THRESHOLDS: tuple[float, ...] = tuple(sorted(
     set(np.round(np.geomspace(2, 1000, 25), 2).tolist()) | {2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0, 300.0, 1000.0}
@@ -51,15 +53,3 @@ def shape_sensitivity(dev: pd.DataFrame, *, thresholds: Sequence[float] = SENSIT
     return pd.concat([trajectory_shape(g.rename(columns={"fraction": "bos_fraction"}),
                                        transition_share=transition_share).assign(threshold=tau)
                       for tau, g in counts.groupby("threshold", sort=True)], ignore_index=True)
-
-
-def transition_range(shapes: pd.DataFrame) -> pd.DataFrame:
-    """Per model of a `shape_sensitivity` table (and tier, when the rows carry one): at how many thresholds the F2
-    shape is a "transition", and the lowest and highest such threshold (NaN when never)."""
-    keys = [c for c in ("tier", "panel") if c in shapes.columns]
-    rows = []
-    for key, g in shapes.groupby(keys, sort=False):
-        hit = g.loc[g["shape"] == "transition", "threshold"]
-        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "transitions": len(hit),
-                     "lowest": hit.min() if len(hit) else np.nan, "highest": hit.max() if len(hit) else np.nan})
-    return pd.DataFrame(rows, columns=[*keys, "transitions", "lowest", "highest"])

@@ -31,9 +31,12 @@ from typing import Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from circuitdev.analysis.devtable import head_name, panel_order, revisions
+from circuitdev.analysis.devtable import panel_order, revisions
 from circuitdev.errors import ConfigError
-from circuitdev.schema import BOS_THRESHOLD
+from circuitdev.schema import BOS_THRESHOLD, head_name, parse_head
+
+__all__ = ["SINK_MEASURES", "sink_flags", "measured", "measure_counts", "AGREEMENT_COLUMNS", "measure_agreement",
+           "sink_onsets", "lowest_layers", "FLOOR_COLUMNS", "floor_by_measure", "floor_texts", "mass_for_selectivity"]
 
 SinkMeasure = Literal["second_a", "all_query", "gu"]
 SINK_MEASURES: dict[str, str] = {
@@ -123,12 +126,12 @@ def measure_agreement(flags: pd.DataFrame) -> pd.DataFrame:
             fa, fb = g[a].fillna(False).to_numpy(dtype=bool) & ok, g[b].fillna(False).to_numpy(dtype=bool) & ok
             ever_a = set(g.loc[fa, "name"])
             ever_b = set(g.loc[fb, "name"])
-            key = lambda n: tuple(int(x) for x in n[1:].split("H"))  # noqa: E731
             rows.append({"panel": panel, "first": a, "second": b, "cells": int(ok.sum()), "both": int((fa & fb).sum()),
                          "only_first": int((fa & ~fb).sum()), "only_second": int((fb & ~fa).sum()),
-                         "jaccard": _jaccard(fa, fb), "heads_first": " ".join(sorted(ever_a, key=key)),
-                         "heads_second": " ".join(sorted(ever_b, key=key)),
-                         "heads_both": " ".join(sorted(ever_a & ever_b, key=key)), "same_heads": ever_a == ever_b,
+                         "jaccard": _jaccard(fa, fb), "heads_first": " ".join(sorted(ever_a, key=parse_head)),
+                         "heads_second": " ".join(sorted(ever_b, key=parse_head)),
+                         "heads_both": " ".join(sorted(ever_a & ever_b, key=parse_head)),
+                         "same_heads": ever_a == ever_b,
                          "final_jaccard": _jaccard(fa[last.to_numpy()], fb[last.to_numpy()])})
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
@@ -219,6 +222,3 @@ def mass_for_selectivity(selectivity: float, seq_len: int) -> float:
     return selectivity / (seq_len - 1 + selectivity)
 
 
-__all__ = ["SinkMeasure", "SINK_MEASURES", "MEASURE_COLUMNS", "GU_EPSILON", "FLOOR_LAYERS", "AGREEMENT_COLUMNS",
-           "FLOOR_COLUMNS", "sink_flags", "measured", "measure_counts", "measure_agreement", "sink_onsets",
-           "floor_by_measure", "lowest_layers", "floor_texts", "mass_for_selectivity"]

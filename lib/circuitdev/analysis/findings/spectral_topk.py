@@ -10,6 +10,8 @@ first-token heads come to dominate that ranking late in training (`topk_dominanc
 - `topk_heads`: the top-K heads of each panel by PR integral (K per panel: `k`, or `scaled_k` of its family).
 - `topk_breakdown`: per panel, revision and class, how many of those heads are of that class there.
 - `topk_dominance`: per panel, the class breakdown at the final revision and from when first-token heads lead it.
+- `topk_enrichment`: each class's count in the top-K against its base rate among all heads (issue 29: first-token
+  heads can be the largest class of the top 45 and still be fewer there than chance would put).
 
 Our tiers: K is scaled to the model's heads as the paper's K = 45 is to its model of the same family (35% of
 Pythia's 128 heads, 17.6% of OLMo's and OLMoE's 256: `scaled_k`); a run that never reaches 1B tokens (the toy panels,
@@ -19,16 +21,21 @@ its first revision with tokens (`clip_b="auto"`).
 
 from __future__ import annotations
 
+from math import comb
 from typing import Literal, Mapping
 
 import numpy as np
 import pandas as pd
 
-from circuitdev.analysis.devtable import head_name, panel_order, require, revisions
-from circuitdev.analysis.findings.f5_pr_lead import _panel_matrices
+from circuitdev.analysis.devtable import panel_order, require, revisions
+from circuitdev.analysis.findings.f5_pr_lead import panel_matrices
 from circuitdev.errors import ConfigError
 from circuitdev.measure.classify import classify
-from circuitdev.schema import CLASS_THRESHOLD, HEAD_CLASSES
+from circuitdev.measure.pr_integral import pr_integral
+from circuitdev.schema import CLASS_THRESHOLD, HEAD_CLASSES, head_name
+
+__all__ = ["PAPER_TOP_K", "TOPK_CLASSES", "scaled_k", "topk_heads", "BREAKDOWN_COLUMNS", "topk_breakdown",
+           "topk_dominance", "dominance_texts", "ENRICHMENT_COLUMNS", "topk_enrichment", "enrichment_word"]
 
 PAPER_TOP_K = 45  # the authors' K, the same for all three models
 # The share of its model's heads the paper's K is, by architecture family (Pythia-1B 16 x 8, OLMo / OLMoE 16 x 16)
@@ -68,18 +75,13 @@ def topk_heads(dev: pd.DataFrame, *, k: int | Mapping[str, int] = PAPER_TOP_K,
     (1 = highest), integral, k, clip_b."""
     require(dev, ["pr"], "topk_heads")
     frames = []
-    for panel, revs, layers, hs, mats in _panel_matrices(dev, ["pr"]):
+    for panel, revs, layers, hs, mats in panel_matrices(dev, ["pr"]):
         pr, tokens = mats["pr"], np.asarray(revs["tokens_b"], dtype=float)
         known = ~np.isnan(pr).all(axis=1)
         if not known.any():
             continue
         clip = _clip(tokens, clip_b)
-        x = np.log(np.maximum(tokens, clip))
-        integral = np.full(len(pr), -np.inf)
-        for i in np.flatnonzero(known):  # per head, over the revisions with a PR (as pr_features)
-            ok = ~np.isnan(pr[i])
-            y = np.maximum(pr[i, ok] - 1, 0)
-            integral[i] = float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x[ok])))
+        integral = np.where(known, pr_integral(pr, tokens, clip_b=clip), -np.inf)  # as pr_features
         kk = min(_k_of(panel, k), int(known.sum()))
         order = np.lexsort((hs, layers, -integral))[:kk]
         frames.append(pd.DataFrame({
@@ -160,5 +162,44 @@ def dominance_texts(dominance: pd.DataFrame) -> pd.DataFrame:
                    zip(dominance["leads_from"], dominance["leads_from_fraction"])])
 
 
-__all__ = ["PAPER_TOP_K", "PAPER_K_SHARE", "TOPK_CLASSES", "BREAKDOWN_COLUMNS", "scaled_k", "topk_heads",
-           "topk_breakdown", "topk_dominance", "dominance_texts"]
+# ------------------------------------------------------------------------------ against the base rate (issue 29)
+ENRICHMENT_COLUMNS = ["panel", "revision", "class", "observed", "k", "base_count", "n_heads", "expected", "p_fewer",
+                      "p_more"]
+
+
+def _hypergeometric(n: int, base: int, k: int) -> np.ndarray:
+    """P(X = x), x = 0..k: x heads of a class among k drawn without replacement from n heads, `base` of that class
+    (exact integer arithmetic: no scipy)."""
+    total = comb(n, k)
+    return np.array([comb(base, x) * comb(n - base, k - x) / total for x in range(k + 1)])
+
+
+def topk_enrichment(breakdown: pd.DataFrame, dev: pd.DataFrame, *,
+                    class_threshold: float = CLASS_THRESHOLD) -> pd.DataFrame:
+    """Each class's count among the top-K heads (`breakdown`: a `topk_breakdown` table, or the authors' counts in its
+    shape: panel, revision, class, count, k) against its base rate: drawing k of the n_heads heads at that revision
+    at random, of which base_count are of the class (the same labels: the table's `classification`, best class at
+    >= the class threshold, else "unclassified"), the hypergeometric law gives expected = k * base_count / n_heads,
+    p_fewer = P(X <= observed) and p_more = P(X >= observed). ENRICHMENT_COLUMNS."""
+    if breakdown.empty:
+        return pd.DataFrame(columns=ENRICHMENT_COLUMNS)
+    if "classification" not in dev.columns:
+        dev = dev.join(classify(dev, threshold=class_threshold)[["classification"]])
+    base = dev.groupby(["panel", "revision", "classification"]).size()
+    n_heads = dev.groupby(["panel", "revision"]).size()
+    rows = []
+    for r in breakdown.to_dict("records"):
+        if (r["panel"], r["revision"]) not in n_heads.index:
+            continue
+        n, k, x = int(n_heads[r["panel"], r["revision"]]), int(r["k"]), int(r["count"])
+        b = int(base.get((r["panel"], r["revision"], r["class"]), 0))
+        pmf = _hypergeometric(n, b, min(k, n))
+        rows.append({"panel": r["panel"], "revision": r["revision"], "class": r["class"], "observed": x, "k": k,
+                     "base_count": b, "n_heads": n, "expected": k * b / n,
+                     "p_fewer": float(min(1.0, pmf[:x + 1].sum())), "p_more": float(min(1.0, pmf[x:].sum()))})
+    return pd.DataFrame(rows, columns=ENRICHMENT_COLUMNS)
+
+
+def enrichment_word(row, *, alpha: float = 0.05) -> str:
+    """"enriched" (p_more < alpha), "depleted" (p_fewer < alpha) or "as expected" for a `topk_enrichment` row."""
+    return "enriched" if row["p_more"] < alpha else "depleted" if row["p_fewer"] < alpha else "as expected"

@@ -10,8 +10,10 @@ from matplotlib.figure import Figure
 from circuitdev.book.plots.axes import placeholder
 
 
-_STATUS_WORDS = {"match": "match", "differs": "differ", "unverified": "cannot decide"}
-_STATUS_COLORS = {"match": "#2ca02c", "differs": "#d62728", "unverified": "#bdbdbd"}
+_STATUS_WORDS = {"match": "match", "consistent (bound)": "consistent as a bound",
+                 "differs (bound)": "differ as a bound", "differs": "differ", "unverified": "cannot decide"}
+_STATUS_COLORS = {"match": "#2ca02c", "consistent (bound)": "#98df8a", "differs (bound)": "#ff9896",
+                  "differs": "#d62728", "unverified": "#bdbdbd"}
 
 
 def audit_status(audit: pd.DataFrame) -> Figure:

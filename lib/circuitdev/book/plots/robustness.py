@@ -16,24 +16,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import LogLocator, MaxNLocator
 
-from circuitdev.analysis.findings import ALL
+from circuitdev.analysis.findings import ALL, ROBUSTNESS_CLAIMS
 from circuitdev.book.plots.axes import figure_title, placeholder, plain_log_ticks, tier_title
 
-# How each claim's value is drawn: axis label, scale, and a reference line (the statement's own bar), if any.
-_VALUE_AXES: dict[str, tuple[str, str, float | None]] = {
-    "F1.floor": ("first-token heads in layers 0/1 (most at any revision)", "symlog", None),
-    "F2.shapes": ("share of the rise in the largest jump", "linear", 0.5),
-    "F3.gap": ("gap: sink milestone / induction milestone (tokens, ×)", "log", 1.0),
-    "F3.milestones": ("first revision reaching it (tokens, B)", "log", None),
-    "F4.recall": ("first revision reaching the level (tokens, B)", "log", None),
-    "F5.lead": ("median PR lead (checkpoints)", "linear", 0.0),
-}
-# the row about every model at once counts something else than one model's value
-_ALL_LABELS = {"F2.shapes": "models with the paper's shape (of 3)"}
-# claims whose value counts heads or models (whole numbers from 0) and those whose value is a share (0 to 1; F2's
-# largest-jump share exceeds 1 where the trajectory falls back after its jump: drawn at 1, the legend says so)
-_COUNT_CLAIMS = {"F1.floor"}
-_SHARE_CLAIMS = {"F2.shapes"}
 _VARIED_WORDS = {"first_token": "first-token bar", "induction": "induction bar", "previous_token": "previous-token bar",
                  "self": "self bar"}
 _LINE_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
@@ -67,7 +52,8 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
     # drawn at the width the page shows it (display.MAX_FIGURE_PX): ~3.3 inches a panel
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 3.0 * nrows + 1.1), squeeze=False,
                              layout="constrained")
-    label, scale, ref = _VALUE_AXES.get(claim, ("value", "linear", None))
+    known = ROBUSTNESS_CLAIMS.get(claim)  # each claim declares how its value is drawn (findings.claim.RobustClaim)
+    label, scale, ref = known.axis if known else ("value", "linear", None)
     lines = list(dict.fromkeys(zip(g["item"], g["varied"])))
     many_items = g["item"].nunique() > 1
     colors = {k: _LINE_COLORS[i % len(_LINE_COLORS)] for i, k in enumerate(lines)}
@@ -75,8 +61,9 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
     capped = False
     for ax, (tier, panel) in zip(axes.flat, keys):
         here = g[(g["panel"] == panel) & ((g["tier"] == tier) if "tier" in g.columns else True)]
-        counts = claim in _COUNT_CLAIMS or (panel == ALL and claim in _ALL_LABELS)
-        share = claim in _SHARE_CLAIMS and panel != ALL
+        kind = known.kind if known else "value"
+        counts = kind == "count" or (panel == ALL and known is not None and known.all_label is not None)
+        share = kind == "share" and panel != ALL
         if share:
             capped |= bool((here["value"] > 1).any())
             here = here.assign(value=here["value"].clip(upper=1.0))
@@ -127,7 +114,7 @@ def robustness_curves(table: pd.DataFrame, claim: str, *, rules: Sequence[str] |
             ax.set_ylim(vals.min() - 1, vals.max() + 1)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("bar (threshold, ×, log scale)", fontsize=8)
-        ax.set_ylabel(_ALL_LABELS.get(claim, label) if panel == ALL else label, fontsize=7.5)
+        ax.set_ylabel((known and known.all_label or label) if panel == ALL else label, fontsize=7.5)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
     handles = [Line2D([], [], color=colors[k], lw=1.6, label=(f"{k[0]} ({_VARIED_WORDS.get(k[1], k[1])})"

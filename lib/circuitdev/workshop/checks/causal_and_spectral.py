@@ -101,7 +101,7 @@ def ex_4_3(participation_ratio) -> str:
 
 
 def _lead_reference(pr, sel, threshold: float, level: float):
-    from circuitdev.analysis.pr_lead import pr_elevated
+    from circuitdev.analysis.findings.f5_pr_lead import pr_elevated
 
     formed = np.flatnonzero(np.asarray(sel) >= threshold)
     up = np.flatnonzero(pr_elevated(np.asarray(pr, dtype=float), level=level))
@@ -111,7 +111,7 @@ def _lead_reference(pr, sel, threshold: float, level: float):
 @exercise
 def ex_4_4(pr_lead) -> str:
     """pr_lead(pr (R,), sel (R,), threshold, level) -> (formation index, elevation index), None where never."""
-    from circuitdev.analysis.pr_lead import pr_elevated
+    from circuitdev.analysis.findings.f5_pr_lead import pr_elevated
 
     cases = [(np.array([1.2, 1.3, 3.0, 6.0, 9.0, 8.0]), np.array([1, 2, 5, 20, 70, 90]), 50.0, 0.5),
              (np.array([2.0, 2.2, 2.1, 5.0, 5.5]), np.array([1, 60, 80, 90, 99]), 50.0, 0.5),

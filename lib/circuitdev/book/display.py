@@ -307,10 +307,18 @@ def png_width(data: bytes) -> int:
     return int.from_bytes(data[16:20], "big")  # the IHDR chunk's width
 
 
+# Narrower than this share of its width, a figure's panels crowd their own labels: such a figure keeps its drawing
+# (its plot function must lay it out for the page's width instead)
+MIN_FIT = 0.7
+
+
 def figure_png_fitted(fig, dpi: int = 110, max_px: int = MAX_FIGURE_PX) -> bytes:
     """The figure as PNG, redrawn narrower (its text keeps its size) while wider than `max_px`: the width of the
-    figure is scaled to fit, its height by less (never below 3/4), as the layout engine re-lays it out."""
+    figure is scaled to fit, its height by less (never below 3/4), as the layout engine re-lays it out. A figure
+    that would need less than MIN_FIT of its width is left as drawn."""
     data = figure_png(fig, dpi)
+    if png_width(data) * MIN_FIT > max_px:
+        return data
     for _ in range(6):  # a legend or title of fixed size beside the panels: the panels shrink more than the whole
         width = png_width(data)
         if width <= max_px:

@@ -153,12 +153,6 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
     draw a live loss curve in a notebook; it does not touch the training (the same checkpoints with or without it).
     Not called when the checkpoints are reused.
     """
-    import torch
-    from tqdm.auto import tqdm
-
-    from circuitdev.toy.corpus import WindowSampler
-    from circuitdev.toy.tokenizer import load_tokenizer, to_hf
-
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # "Writing model shards" at every checkpoint would drown the training bars
@@ -167,40 +161,87 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
     if family not in PANEL_NAMES:
         raise ConfigError(f"unknown toy family {family!r}; known: {', '.join(FAMILIES)}")
     panel = recipe.panel_name(family)
+    if not force and checkpoints_ready(data_dir / "toy" / panel, recipe):
+        write_panel_file(family, recipe, data_dir)
+        return {"panel": panel, "reused": True, "seconds": 0.0}
+    seconds, losses = _train_checkpoints(family, recipe, data_dir, progress=progress, position=position,
+                                         threads=threads, on_log=on_log, log_every=log_every)
+    write_panel_file(family, recipe, data_dir)
+    return {"panel": panel, "reused": False, "seconds": seconds, "final_loss": float(np.mean(losses[-50:]))}
+
+
+def _train_checkpoints(family: str, recipe: ToyRecipe, data_dir: Path, *, progress: bool, position: int,
+                       threads: int, on_log: Callable[[int, float], None] | None,
+                       log_every: int) -> tuple[float, list[float]]:
+    """Train one family from scratch, saving its checkpoints and recipe.json in its panel folder.
+    Returns (seconds, the training loss of every step)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from circuitdev.toy.corpus import WindowSampler
+    from circuitdev.toy.tokenizer import load_tokenizer, to_hf
+
+    panel = recipe.panel_name(family)
     panel_dir = data_dir / "toy" / panel
     grid = recipe.grid()
     dense = set(recipe.dense_grid())  # extra checkpoints for `circuitdev refine`: saving them changes no weight
-    if not force and checkpoints_ready(panel_dir, recipe):
-        write_panel_file(family, recipe, data_dir)
-        return {"panel": panel, "reused": True, "seconds": 0.0}
     corpus = prepare_corpus(recipe, data_dir)
     stream = np.load(corpus / "stream.npy")
     hf_tok = to_hf(load_tokenizer(corpus / "tokenizer.json"))
-    panel_dir.mkdir(parents=True, exist_ok=True)
-    (panel_dir / "recipe.json").unlink(missing_ok=True)
-    for stale in panel_dir.glob("step*"):  # checkpoints of an earlier recipe must not outlive it
-        shutil.rmtree(stale)
+    _clear_panel_dir(panel_dir)
 
     torch.set_num_threads(threads)
     torch.manual_seed(recipe.seed)
     model = build_model(family, recipe)
     model.train()
     sampler = WindowSampler(stream, recipe.mixture, recipe.seq_len, recipe.probe_vocab_range, recipe.seed)
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=recipe.lr, betas=recipe.betas)
+    opt = _optimizer(model, recipe)
 
     def save(step: int) -> None:
         out = panel_dir / revision_name(step)
         model.save_pretrained(out)
         hf_tok.save_pretrained(out)
 
-    t0, losses = time.time(), []
+    t0 = time.time()
     bar = tqdm(total=recipe.steps, desc=panel, position=position, disable=not progress, leave=True,
                dynamic_ncols=True)
     if 0 in grid:
         save(0)
+    losses = _train_steps(model, opt, sampler, recipe, bar, on_log, log_every,
+                          on_step=lambda step: save(step) if step in grid or step in dense else None)
+    bar.close()
+    seconds = time.time() - t0
+    write_atomic(panel_dir / "recipe.json", json.dumps(
+        {"hash": recipe.recipe_hash(), "recipe": recipe.to_dict(), "family": family, "seconds": round(seconds, 1),
+         "final_loss": float(np.mean(losses[-50:])), "grid": list(grid), "dense": sorted(dense)}, indent=1))
+    return seconds, losses
+
+
+def _clear_panel_dir(panel_dir: Path) -> None:
+    """Make the panel folder ready for a fresh run: checkpoints of an earlier recipe must not outlive it."""
+    panel_dir.mkdir(parents=True, exist_ok=True)
+    (panel_dir / "recipe.json").unlink(missing_ok=True)
+    for stale in panel_dir.glob("step*"):
+        shutil.rmtree(stale)
+
+
+def _optimizer(model, recipe: ToyRecipe):
+    """AdamW with weight decay on the matrices only (biases and norms: none)."""
+    import torch
+
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=recipe.lr, betas=recipe.betas)
+
+
+def _train_steps(model, opt, sampler, recipe: ToyRecipe, bar, on_log: Callable[[int, float], None] | None,
+                 log_every: int, on_step: Callable[[int], None]) -> list[float]:
+    """The training loop, steps 1..recipe.steps; `on_step(step)` runs after each (to save checkpoints).
+    Returns the training loss of every step."""
+    import torch
+
+    losses = []
     for step in range(1, recipe.steps + 1):
         if (mix := recipe.mixture_at(step)) is not sampler.mix:  # a curriculum phase starts
             sampler.set_mixture(mix)
@@ -219,15 +260,8 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
         if on_log is not None and step % log_every == 0:
             on_log(step, float(np.mean(losses[-log_every:])))
         bar.update(1)
-        if step in grid or step in dense:
-            save(step)
-    bar.close()
-    seconds = time.time() - t0
-    write_atomic(panel_dir / "recipe.json", json.dumps(
-        {"hash": recipe.recipe_hash(), "recipe": recipe.to_dict(), "family": family, "seconds": round(seconds, 1),
-         "final_loss": float(np.mean(losses[-50:])), "grid": list(grid), "dense": sorted(dense)}, indent=1))
-    write_panel_file(family, recipe, data_dir)
-    return {"panel": panel, "reused": False, "seconds": seconds, "final_loss": float(np.mean(losses[-50:]))}
+        on_step(step)
+    return losses
 
 
 def write_panel_file(family: str, recipe: ToyRecipe, data_dir: Path | None = None) -> Path:

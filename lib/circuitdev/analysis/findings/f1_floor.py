@@ -187,6 +187,22 @@ def floor_verdict(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_cla
     own 95% re-measurement interval), mass (its mean attention mass on position 0, where the table has
     `mass_first_token`), seq_len, bar_mass, share_head, share_any, floor_upper, n_boot, mc_se, mc_close,
     n_floor_max, bootstrapped, statement (all of it in a sentence, for the pages)."""
+    rows = _panel_verdicts(dev, layers=layers, head_class=head_class, threshold=threshold, rule=rule, boot=boot,
+                           level=level)
+    out = pd.DataFrame(rows, columns=["panel", "runs", "looks", "verdict", "revision", "tokens_b", "name", "value",
+                                      "value_lo", "value_hi", "mass", "share_head", "share_any", "floor_upper",
+                                      "n_boot", "mc_se", "mc_close", "n_floor_max", "bootstrapped"])
+    lengths = seq_len if isinstance(seq_len, Mapping) else {p: seq_len for p in out["panel"]}
+    out.insert(11, "seq_len", [lengths.get(p) for p in out["panel"]])
+    out.insert(12, "bar_mass", [bar_mass(threshold, t) if t else np.nan for t in out["seq_len"]])
+    out["statement"] = [_statement(r, level) for r in out.to_dict("records")]
+    return out
+
+
+def _panel_verdicts(dev: pd.DataFrame, *, layers: Sequence[int], head_class: str, threshold: float,
+                    rule: CountingRule, boot: pd.DataFrame | None, level: float) -> list[dict]:
+    """`floor_verdict`'s rows, one per panel: the verdict, its deciding floor head and (with `boot`) the shares
+    that decide it."""
     col = sel_column(check_head_class(head_class))
     floor = floor_check(dev, layers=layers, head_class=head_class, threshold=threshold, rule=rule)
     ix = index(dev)
@@ -210,22 +226,8 @@ def floor_verdict(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_cla
             rows.append({**row, "verdict": "holds"})
             continue
         if row["bootstrapped"]:
-            reach = scores[:, here] >= threshold  # (B, looks)
-            n_boot = reach.shape[0]
-            allowed = int(np.floor(tail * n_boot + 1e-9))  # resamples that may disagree: 5 of 200
-            k_head, k_any = reach.sum(axis=0), int(reach.any(axis=1).sum())
-            best = np.lexsort((point[here], k_head))[-1]  # largest share, then largest value
-            se = float(np.sqrt(tail * (1 - tail) / n_boot))
-            if k_head[best] >= n_boot - allowed:
-                verdict, i, gap = "fails", here[best], k_head[best] / n_boot - (1 - tail)
-            elif k_any <= allowed:
-                verdict, i, gap = "holds", here[np.argmax(point[here])], tail - k_any / n_boot
-            else:
-                verdict, i = "within noise", here[best]
-                gap = min((1 - tail) - k_head[best] / n_boot, k_any / n_boot - tail)
-            top = np.sort(scores[:, here].max(axis=1))  # the per-resample maximum over all looks, sorted
-            row.update(share_head=float(k_head[here == i][0] / n_boot), share_any=k_any / n_boot, n_boot=n_boot,
-                       mc_se=se, floor_upper=float(top[n_boot - allowed - 1]), mc_close=bool(gap <= 2 * se))
+            verdict, i, shares = _bootstrap_verdict(scores[:, here], point[here], here, threshold, tail)
+            row.update(shares)
         else:
             i = here[np.argmax(point[here])]
             verdict = "holds" if bool(g["holds"].all()) else "fails"
@@ -233,14 +235,31 @@ def floor_verdict(dev: pd.DataFrame, *, layers: Sequence[int] = (0, 1), head_cla
                      "tokens_b": float(dev["tokens_b"].iloc[i]),
                      "name": head_name(dev["layer"].iloc[i], dev["head"].iloc[i]), "value": value[i],
                      "value_lo": lo[i], "value_hi": hi[i], "mass": mass[i]})
-    out = pd.DataFrame(rows, columns=["panel", "runs", "looks", "verdict", "revision", "tokens_b", "name", "value",
-                                      "value_lo", "value_hi", "mass", "share_head", "share_any", "floor_upper",
-                                      "n_boot", "mc_se", "mc_close", "n_floor_max", "bootstrapped"])
-    lengths = seq_len if isinstance(seq_len, Mapping) else {p: seq_len for p in out["panel"]}
-    out.insert(11, "seq_len", [lengths.get(p) for p in out["panel"]])
-    out.insert(12, "bar_mass", [bar_mass(threshold, t) if t else np.nan for t in out["seq_len"]])
-    out["statement"] = [_statement(r, level) for r in out.to_dict("records")]
-    return out
+    return rows
+
+
+def _bootstrap_verdict(scores: np.ndarray, point: np.ndarray, here: np.ndarray, threshold: float,
+                       tail: float) -> tuple[str, int, dict]:
+    """One panel's verdict from the bootstrap (`floor_verdict`'s rule): `scores` (B, looks) the floor heads'
+    replicate scores, `point` their point values, `here` their rows in the table. Returns (verdict, the deciding
+    row, the share_head / share_any / n_boot / mc_se / floor_upper / mc_close fields)."""
+    reach = scores >= threshold  # (B, looks)
+    n_boot = reach.shape[0]
+    allowed = int(np.floor(tail * n_boot + 1e-9))  # resamples that may disagree: 5 of 200
+    k_head, k_any = reach.sum(axis=0), int(reach.any(axis=1).sum())
+    best = np.lexsort((point, k_head))[-1]  # largest share, then largest value
+    se = float(np.sqrt(tail * (1 - tail) / n_boot))
+    if k_head[best] >= n_boot - allowed:
+        verdict, i, gap = "fails", here[best], k_head[best] / n_boot - (1 - tail)
+    elif k_any <= allowed:
+        verdict, i, gap = "holds", here[np.argmax(point)], tail - k_any / n_boot
+    else:
+        verdict, i = "within noise", here[best]
+        gap = min((1 - tail) - k_head[best] / n_boot, k_any / n_boot - tail)
+    top = np.sort(scores.max(axis=1))  # the per-resample maximum over all looks, sorted
+    return verdict, i, dict(share_head=float(k_head[here == i][0] / n_boot), share_any=k_any / n_boot,
+                            n_boot=n_boot, mc_se=se, floor_upper=float(top[n_boot - allowed - 1]),
+                            mc_close=bool(gap <= 2 * se))
 
 
 def _statement(r: dict, level: float) -> str:

@@ -82,17 +82,10 @@ def probe_panel(
         bar.set_postfix_str(rev.name)
         paths = record_paths(root, panel.name, rev.name)
         status = records.status_of(rev.name, config_hash=key)
-        if status.complete and not status.outdated and not force:
-            results.append(RunResult(rev.name, "skipped", paths, "complete"))
+        kept = _keep_stored(records, root, panel, rev.name, status, key, force, say)
+        if kept is not None:
+            results.append(kept)
             continue
-        if status.other_config:  # keep it under by-config/<its hash>/; bring back a stored one of this configuration
-            move_record(paths, record_paths(root, panel.name, rev.name, status.sidecar["config_hash"]))
-            archived = record_paths(root, panel.name, rev.name, key)
-            if not force and records.status_of(rev.name, config_hash=key, paths=archived).complete:
-                move_record(archived, paths)
-                say(f"{panel.name}/{rev.name}: restored the stored record of configuration {key}")
-                results.append(RunResult(rev.name, "restored", paths, status.reason))
-                continue
         reason = ("forced" if force and status.complete else f"outdated: {status.outdated}" if status.complete
                   else status.state + (f": {status.reason}" if status.reason else ""))
         if status.state == "corrupt":
@@ -101,26 +94,50 @@ def probe_panel(
             say(f"{panel.name}/{rev.name}: stored record {status.reason}; recomputing")
         clean_temp_files(paths.folder, rev.name)
         t0 = time.perf_counter()
-        dev = resolve_device(cfg.device)
-        with loaded_revision(panel, rev, dtype=cfg.dtype, device=dev, progress=progress) as model:
-            weights = loaded_identity(panel, rev, model)
-            t_load = time.perf_counter() - t0
-            result = (probe_fn or _default_probe_fn())(model, cfg, progress=progress)
-        t_probe = time.perf_counter() - t0 - t_load
-        meta = {
-            "device": str(dev),
-            "device_name": _device_name(dev),
-            "timings": {"load_s": t_load, "probe_s": t_probe, **{f"probe.{k}": v for k, v in result.timings.items()}},
-            "probe_summary": result.summary(),
-            "versions": package_versions(),
-            "git": git_state(),
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node(),
-        }
-        paths = write_record(root, panel, rev, result.table, config=cfg, meta=meta, replicates=result.replicates,
-                             nulls=result.nulls, weights=weights, behaviour=getattr(result, "behaviour", None))
+        paths = _probe_and_write(root, panel, rev, cfg, t0, progress=progress, probe_fn=probe_fn)
         results.append(RunResult(rev.name, "computed", paths, reason, time.perf_counter() - t0))
     return results
+
+
+def _keep_stored(records: PanelRecords, root: Path, panel: Panel, rev: str, status, key: str, force: bool,
+                 say: Callable[[str], None]) -> RunResult | None:
+    """The stored record to keep for `rev`, or None when it must be computed: a complete one of this
+    configuration is skipped; one of another configuration is moved under by-config/<its hash>/, and a stored one
+    of this configuration is brought back from there ("restored")."""
+    paths = record_paths(root, panel.name, rev)
+    if status.complete and not status.outdated and not force:
+        return RunResult(rev, "skipped", paths, "complete")
+    if status.other_config:
+        move_record(paths, record_paths(root, panel.name, rev, status.sidecar["config_hash"]))
+        archived = record_paths(root, panel.name, rev, key)
+        if not force and records.status_of(rev, config_hash=key, paths=archived).complete:
+            move_record(archived, paths)
+            say(f"{panel.name}/{rev}: restored the stored record of configuration {key}")
+            return RunResult(rev, "restored", paths, status.reason)
+    return None
+
+
+def _probe_and_write(root: Path, panel: Panel, rev, cfg: ProbeConfig, t0: float, *, progress: bool,
+                     probe_fn: Callable | None) -> RecordPaths:
+    """Load one revision, probe it, free it and write its record with the run's metadata (timings from `t0`)."""
+    dev = resolve_device(cfg.device)
+    with loaded_revision(panel, rev, dtype=cfg.dtype, device=dev, progress=progress) as model:
+        weights = loaded_identity(panel, rev, model)
+        t_load = time.perf_counter() - t0
+        result = (probe_fn or _default_probe_fn())(model, cfg, progress=progress)
+    t_probe = time.perf_counter() - t0 - t_load
+    meta = {
+        "device": str(dev),
+        "device_name": _device_name(dev),
+        "timings": {"load_s": t_load, "probe_s": t_probe, **{f"probe.{k}": v for k, v in result.timings.items()}},
+        "probe_summary": result.summary(),
+        "versions": package_versions(),
+        "git": git_state(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+    }
+    return write_record(root, panel, rev, result.table, config=cfg, meta=meta, replicates=result.replicates,
+                        nulls=result.nulls, weights=weights, behaviour=getattr(result, "behaviour", None))
 
 
 def _default_probe_fn() -> Callable:

@@ -190,53 +190,91 @@ def refine_panel(
 
     cands = candidate_revisions(base, results_dir=root)
     if not cands:
-        raise DataError(
-            f"panel {base.name}: no candidate checkpoint to add (every known one is probed, or none is available). "
-            + ("A toy panel lists its dense grid under `candidates:` in its panel file: retrain it with "
-               "`circuitdev toy train` if that list or its checkpoint folders are missing"
-               if base.is_local else "Hub panels draw from the repository's branches"))
+        raise _no_candidates(base)
     steps: list[RefineStep] = []
     window: tuple[int, int] | None = None
     while len(steps) < max_new:
-        pan = load_panel(base, results_dir=root)
-        read = PanelRecords(root, pan.name, pan).read()  # raises when a revision has no record: probe it first
-        table, config = read.table, read.config
-        revs, values = _values(table, pan, metric)
+        pan, config, revs, values = _read_values(base, root, metric)
         pairs = [(i, abs(values[i + 1] - values[i])) for i in range(len(revs) - 1)]
         if window is None:
-            if not pairs or max(c for _, c in pairs) <= 0:
+            found = _event_window(revs, values, pairs)
+            if found is None:
                 steps.append(RefineStep(revs[0], revs[-1], 0.0, None, f"{metric_name} does not change between "
                                         "any two revisions: there is no event to refine"))
                 break
-            i = max(pairs, key=lambda p: (p[1], -p[0]))[0]  # the largest change; ties: the earliest pair
-            window = (revs[i].tokens, revs[i + 1].tokens)
-            say(f"{base.name}: event window of {metric_name}: {revs[i].name} -> {revs[i + 1].name} "
-                f"(change {values[i + 1] - values[i]:+.4g})")
-        inside = [(i, c) for i, c in pairs if window[0] <= revs[i].tokens and revs[i + 1].tokens <= window[1]]
-        options = []
-        for i, change in inside:
-            between = [r for r in cands if revs[i].tokens < r.tokens < revs[i + 1].tokens]
-            if change > 0 and between:
-                span = _log(revs[i + 1].tokens) - _log(revs[i].tokens)
-                options.append((change, span, -i, i, between))
-        if not options:
-            steps.append(RefineStep(revs[0], revs[-1], 0.0, None, "no candidate checkpoint lies between the ends of "
-                                    "any pair inside the event window across which the metric changes"))
-            say(f"{base.name}: {steps[-1].describe(metric_name)}")
-            break
-        change, _, _, i, between = max(options, key=lambda o: o[:3])
-        # from 0 tokens (initialisation) log has no midpoint: start the pair at its first candidate instead
-        mid = (_log(revs[i].tokens or between[0].tokens) + _log(revs[i + 1].tokens)) / 2
-        chosen = min(between, key=lambda r: (abs(_log(r.tokens) - mid), r.tokens))
-        step = RefineStep(revs[i], revs[i + 1], change, chosen)
+            window, where = found
+            say(f"{base.name}: event window of {metric_name}: {where}")
+        step = _next_step(revs, pairs, window, cands)
         say(f"{base.name}: {step.describe(metric_name)}")
-        fields = {k: v for k, v in config.items() if k not in ("batch_size", "device")}
-        if batch_size is not None:
-            fields["batch_size"] = batch_size
-        probe(pan.with_revisions([chosen]), revisions=[chosen.name], config=pan.probe_config(**fields),
-              results_dir=root, device=device, progress=False)
-        add_refined(root, base.name, chosen, metric=metric_name, between=[revs[i].name, revs[i + 1].name],
-                    change=round(float(change), 6))
-        cands = tuple(r for r in cands if r.name != chosen.name)
+        if step.chosen is None:
+            steps.append(step)
+            break
+        _probe_and_add(probe, pan, base.name, step, config, root, metric_name=metric_name, batch_size=batch_size,
+                       device=device)
+        cands = tuple(r for r in cands if r.name != step.chosen.name)
         steps.append(step)
     return steps
+
+
+def _event_window(revs: list[Revision], values: list[float],
+                  pairs: list[tuple[int, float]]) -> tuple[tuple[int, int], str] | None:
+    """The event window: the tokens at the ends of the pair with the largest change (ties: the earliest pair), with
+    the pair in words; None when the metric changes between no two revisions."""
+    if not pairs or max(c for _, c in pairs) <= 0:
+        return None
+    i = max(pairs, key=lambda p: (p[1], -p[0]))[0]
+    return ((revs[i].tokens, revs[i + 1].tokens),
+            f"{revs[i].name} -> {revs[i + 1].name} (change {values[i + 1] - values[i]:+.4g})")
+
+
+def _read_values(base: Panel, root: Path, metric: Metric) -> tuple[Panel, dict, list[Revision], list[float]]:
+    """The panel as its records stand now (refined revisions included), the records' configuration, and the
+    metric over its revisions in token order."""
+    pan = load_panel(base, results_dir=root)
+    read = PanelRecords(root, pan.name, pan).read()  # raises when a revision has no record: probe it first
+    revs, values = _values(read.table, pan, metric)
+    return pan, read.config, revs, values
+
+
+def _probe_and_add(probe: Callable, pan: Panel, base_name: str, step: RefineStep, config: dict, root: Path, *,
+                   metric_name: str, batch_size: int | None, device: str | None) -> None:
+    """Probe the step's chosen checkpoint with the records' own configuration (`batch_size` / `device` only change
+    speed) and add it to the panel's refined revisions."""
+    fields = {k: v for k, v in config.items() if k not in ("batch_size", "device")}
+    if batch_size is not None:
+        fields["batch_size"] = batch_size
+    chosen = step.chosen
+    probe(pan.with_revisions([chosen]), revisions=[chosen.name], config=pan.probe_config(**fields),
+          results_dir=root, device=device, progress=False)
+    add_refined(root, base_name, chosen, metric=metric_name, between=[step.left.name, step.right.name],
+                change=round(float(step.change), 6))
+
+
+def _no_candidates(panel: Panel) -> DataError:
+    """The error when a panel has no checkpoint left to add, with where its candidates come from."""
+    return DataError(
+        f"panel {panel.name}: no candidate checkpoint to add (every known one is probed, or none is available). "
+        + ("A toy panel lists its dense grid under `candidates:` in its panel file: retrain it with "
+           "`circuitdev toy train` if that list or its checkpoint folders are missing"
+           if panel.is_local else "Hub panels draw from the repository's branches"))
+
+
+def _next_step(revs: list[Revision], pairs: list[tuple[int, float]], window: tuple[int, int],
+               cands: tuple[Revision, ...]) -> RefineStep:
+    """The next checkpoint to probe: inside the event `window`, the pair with the largest change (ties: the widest
+    in log tokens, then the earliest) that has candidates between its ends, and among them the one nearest its
+    log-midpoint. A stop step (no `chosen`) when no pair qualifies."""
+    inside = [(i, c) for i, c in pairs if window[0] <= revs[i].tokens and revs[i + 1].tokens <= window[1]]
+    options = []
+    for i, change in inside:
+        between = [r for r in cands if revs[i].tokens < r.tokens < revs[i + 1].tokens]
+        if change > 0 and between:
+            span = _log(revs[i + 1].tokens) - _log(revs[i].tokens)
+            options.append((change, span, -i, i, between))
+    if not options:
+        return RefineStep(revs[0], revs[-1], 0.0, None, "no candidate checkpoint lies between the ends of any pair "
+                          "inside the event window across which the metric changes")
+    change, _, _, i, between = max(options, key=lambda o: o[:3])
+    # from 0 tokens (initialisation) log has no midpoint: start the pair at its first candidate instead
+    mid = (_log(revs[i].tokens or between[0].tokens) + _log(revs[i + 1].tokens)) / 2
+    return RefineStep(revs[i], revs[i + 1], change, min(between, key=lambda r: (abs(_log(r.tokens) - mid), r.tokens)))

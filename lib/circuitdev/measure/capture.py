@@ -102,34 +102,12 @@ def capture(
     if not 1 <= allq_skip < t:
         raise ConfigError(f"allq_skip={allq_skip} must lie in [1, {t - 1}]")
     _require_eager(model)
-    L, H, dh = layout.n_layers, layout.n_heads, layout.head_dim
-    out = Capture(
-        attn_rows=torch.empty(n, L, H, t),
-        head_out=torch.empty(n, L, H, dh),
-        mass_first_allq=torch.empty(n, L, H),
-        mass_first_all=torch.empty(n, L, H),
-        base_first_allq=torch.empty(n, L, H),
-        query_correct=torch.empty(n, dtype=torch.bool) if target is not None else None,
-        query_loss=torch.empty(n) if target is not None else None,
-        norm_pos0=torch.empty(n, L + 1) if norms else None,
-        norm_median=torch.empty(n, L + 1) if norms else None,
-    )
+    out = _empty_capture(n, t, layout, with_target=target is not None, norms=norms)
     if target is not None:
         target = torch.as_tensor(np.asarray(target), dtype=torch.long).to(ids.device)
         if target.shape != (n,):
             raise ConfigError(f"target must hold one id per sequence ({n}), got shape {tuple(target.shape)}")
-    keys_per_query = torch.arange(allq_skip, t, device=ids.device, dtype=torch.float32)  # q keys besides 0 for row q
-
-    def per_layer(weights: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
-        w = weights.float()  # (B, H, T, T)
-        col0 = w[:, :, allq_skip:, 0]  # (B, H, T - skip)
-        return {
-            "attn_rows": w[:, :, q, :],  # (B, H, T)
-            "head_out": z[:, q].float().reshape(z.shape[0], H, dh),  # (B, H, d_head)
-            "mass_first_allq": col0.mean(-1),  # (B, H)
-            "mass_first_all": w[:, :, :, 0].mean(-1),  # (B, H): query 0 included, as Gu et al. average
-            "base_first_allq": ((1.0 - col0) / keys_per_query).mean(-1),  # (B, H)
-        }
+    per_layer = _layer_reader(q, allq_skip, t, layout, ids.device)
 
     def final(sl: slice, output) -> dict[str, torch.Tensor]:  # the (B, V) logits stay in the trace
         return {f"query_{k}": v for k, v in query_outcome(output.logits[:, q], target[sl]).items()}  # (B,) each
@@ -145,6 +123,43 @@ def capture(
             "checkpoints. Re-run with --dtype fp32 (the paper probes Pythia in fp32 for this reason)."
         )
     return out
+
+
+def _empty_capture(n: int, t: int, layout: Layout, *, with_target: bool, norms: bool) -> Capture:
+    """A Capture of `n` sequences of length `t` to fill chunk by chunk (the optional parts only when asked)."""
+    L, H, dh = layout.n_layers, layout.n_heads, layout.head_dim
+    return Capture(
+        attn_rows=torch.empty(n, L, H, t),
+        head_out=torch.empty(n, L, H, dh),
+        mass_first_allq=torch.empty(n, L, H),
+        mass_first_all=torch.empty(n, L, H),
+        base_first_allq=torch.empty(n, L, H),
+        query_correct=torch.empty(n, dtype=torch.bool) if with_target else None,
+        query_loss=torch.empty(n) if with_target else None,
+        norm_pos0=torch.empty(n, L + 1) if norms else None,
+        norm_median=torch.empty(n, L + 1) if norms else None,
+    )
+
+
+def _layer_reader(q: int, allq_skip: int, t: int, layout: Layout,
+                  device) -> Callable[[torch.Tensor, torch.Tensor], dict[str, torch.Tensor]]:
+    """What `capture` keeps of one layer's chunk: from its attention weights (B, H, T, T) and its heads' outputs z
+    (B, T, H * d_head), the query's rows and outputs and the first-token masses."""
+    H, dh = layout.n_heads, layout.head_dim
+    keys_per_query = torch.arange(allq_skip, t, device=device, dtype=torch.float32)  # q keys besides 0 for row q
+
+    def per_layer(weights: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        w = weights.float()  # (B, H, T, T)
+        col0 = w[:, :, allq_skip:, 0]  # (B, H, T - skip)
+        return {
+            "attn_rows": w[:, :, q, :],  # (B, H, T)
+            "head_out": z[:, q].float().reshape(z.shape[0], H, dh),  # (B, H, d_head)
+            "mass_first_allq": col0.mean(-1),  # (B, H)
+            "mass_first_all": w[:, :, :, 0].mean(-1),  # (B, H): query 0 included, as Gu et al. average
+            "base_first_allq": ((1.0 - col0) / keys_per_query).mean(-1),  # (B, H)
+        }
+
+    return per_layer
 
 
 def trace_layers(

@@ -223,15 +223,7 @@ def list_panels() -> list[Panel]:
 def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resolve_hub: bool = True) -> Panel:
     """Validate a panel mapping (as read from YAML). `base` is the folder relative model paths start from."""
     base = Path(base)
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: a panel file must be a YAML mapping with keys {', '.join(_REQUIRED)}")
-    unknown = set(raw) - _TOP_KEYS
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed keys are {sorted(_TOP_KEYS)}")
-    missing = [k for k in _REQUIRED if raw.get(k) in (None, "")]
-    if missing:
-        raise ConfigError(f"{where}: missing required field(s) {missing}; a panel needs {', '.join(_REQUIRED)}")
-
+    _check_keys(raw, where)
     name = str(raw["name"])
     if not NAME_RE.match(name):
         raise ConfigError(f"{where}: name {name!r} must use letters, digits, '.', '_' or '-' (it names a results folder)")
@@ -257,19 +249,8 @@ def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resol
         raise ConfigError(f"{where}: probe must be a mapping of ProbeConfig fields (e.g. `probe: {{seq_len: 64}}`)")
     _check_probe_defaults(probe, where)
 
-    revs_raw = raw["revisions"]
-    if isinstance(revs_raw, dict):
-        if is_local:
-            raise ConfigError(f"{where}: revisions: {{log_spaced: N}} needs a hub model; list a folder panel's revisions")
-        if not resolve_hub:
-            revisions: tuple[Revision, ...] = ()
-        else:
-            revisions = resolve_log_spaced(model, revs_raw, tokens_per_step=tokens_per_step, where=where)
-    elif isinstance(revs_raw, list):
-        revisions = tuple(_parse_revision(r, i, tokens_per_step, where) for i, r in enumerate(revs_raw))
-    else:
-        raise ConfigError(f"{where}: revisions must be a list of {{name, tokens}} or {{log_spaced: N}}")
-    _check_revisions(revisions, where, allow_empty=isinstance(revs_raw, dict) and not resolve_hub)
+    revisions = _parse_revisions(raw["revisions"], model, is_local=is_local, tokens_per_step=tokens_per_step,
+                                 resolve_hub=resolve_hub, where=where)
     cands_raw = raw.get("candidates") or []
     if not isinstance(cands_raw, list):
         raise ConfigError(f"{where}: candidates must be a list of {{name, tokens}} like revisions")
@@ -288,6 +269,37 @@ def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resol
         probe=dict(probe),
         candidates=candidates,
     )
+
+
+def _check_keys(raw: Any, where: str) -> None:
+    """A panel is a mapping with every required key and no unknown one."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a panel file must be a YAML mapping with keys {', '.join(_REQUIRED)}")
+    unknown = set(raw) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; allowed keys are {sorted(_TOP_KEYS)}")
+    missing = [k for k in _REQUIRED if raw.get(k) in (None, "")]
+    if missing:
+        raise ConfigError(f"{where}: missing required field(s) {missing}; a panel needs {', '.join(_REQUIRED)}")
+
+
+def _parse_revisions(revs_raw: Any, model: str, *, is_local: bool, tokens_per_step: int | None, resolve_hub: bool,
+                     where: str) -> tuple[Revision, ...]:
+    """A panel's `revisions:`, a list of {name, tokens} or (hub models) {log_spaced: N} resolved against the hub's
+    branches -- left empty when `resolve_hub` is False."""
+    if isinstance(revs_raw, dict):
+        if is_local:
+            raise ConfigError(f"{where}: revisions: {{log_spaced: N}} needs a hub model; list a folder panel's revisions")
+        if not resolve_hub:
+            revisions: tuple[Revision, ...] = ()
+        else:
+            revisions = resolve_log_spaced(model, revs_raw, tokens_per_step=tokens_per_step, where=where)
+    elif isinstance(revs_raw, list):
+        revisions = tuple(_parse_revision(r, i, tokens_per_step, where) for i, r in enumerate(revs_raw))
+    else:
+        raise ConfigError(f"{where}: revisions must be a list of {{name, tokens}} or {{log_spaced: N}}")
+    _check_revisions(revisions, where, allow_empty=isinstance(revs_raw, dict) and not resolve_hub)
+    return revisions
 
 
 def _parse_revision(raw: Any, i: int, tokens_per_step: int | None, where: str) -> Revision:

@@ -90,34 +90,43 @@ def trajectory_shape(fractions: pd.DataFrame, *, value: str = "bos_fraction", tr
     for panel in pd.unique(panels):
         idx = np.flatnonzero(panels == panel)
         idx = idx[np.argsort(tokens[idx], kind="stable")]
-        v, t, revision = values[idx] * 100, tokens[idx], labels[idx]
-        steps = np.diff(v) if len(v) > 1 else np.array([0.0])
-        j = int(np.argmax(steps))
-        rise = v[-1] - v[0]
         min_rise = max(min_rise_pp, 100 * min_rise_heads / heads[idx].max() if heads is not None else 0.0)
-        share = steps[j] / rise if rise > 0 else np.nan
-        steep, a, b = steepest_rise(t, v, min_span_efolds=min_span_efolds)
-        efold_share = steep / rise if rise > 0 and np.isfinite(steep) else np.nan
-        called = rise >= min_rise - EPS
-        reached = np.flatnonzero(v >= saturation_share * v[-1] - EPS) if v[-1] > 0 else np.array([], int)
-        rows.append({
-            "panel": panel, "n_revisions": len(v), "start_pct": v[0], "final_pct": v[-1], "peak_pct": v.max(),
-            "rise_pp": rise, "min_rise_pp": min_rise,
-            "largest_jump_pp": steps[j] if len(v) > 1 else np.nan, "jump_share": share,
-            "jump_from_revision": revision[j], "jump_to_revision": revision[min(j + 1, len(v) - 1)],
-            "jump_from_tokens_b": t[j], "jump_to_tokens_b": t[min(j + 1, len(v) - 1)],
-            "jump_token_ratio": t[min(j + 1, len(v) - 1)] / t[j] if t[j] > 0 else np.nan,
-            "steepest_pp_per_efold": steep, "efold_share": efold_share,
-            "steepest_from_revision": revision[a] if a >= 0 else None,
-            "steepest_to_revision": revision[b] if b >= 0 else None,
-            "steepest_from_tokens_b": t[a] if a >= 0 else np.nan, "steepest_to_tokens_b": t[b] if b >= 0 else np.nan,
-            "saturation_pct": v[-1],
-            "saturation_revision": revision[reached[0]] if len(reached) else None,
-            "saturation_tokens_b": t[reached[0]] if len(reached) else np.nan,
-            "shape": _label(share, transition_share, called),
-            "shape_efold": _label(efold_share, transition_share, called),
-        })
+        rows.append({"panel": panel, **_shape_of(values[idx] * 100, tokens[idx], labels[idx], min_rise=min_rise,
+                                                 transition_share=transition_share,
+                                                 saturation_share=saturation_share,
+                                                 min_span_efolds=min_span_efolds)})
     return pd.DataFrame(rows)
+
+
+def _shape_of(v: np.ndarray, t: np.ndarray, revision: np.ndarray, *, min_rise: float, transition_share: float,
+              saturation_share: float, min_span_efolds: float) -> dict:
+    """One panel's shape (`trajectory_shape`'s columns after `panel`) from its values `v` (percent), tokens `t` and
+    revision names, in token order."""
+    steps = np.diff(v) if len(v) > 1 else np.array([0.0])
+    j = int(np.argmax(steps))
+    rise = v[-1] - v[0]
+    share = steps[j] / rise if rise > 0 else np.nan
+    steep, a, b = steepest_rise(t, v, min_span_efolds=min_span_efolds)
+    efold_share = steep / rise if rise > 0 and np.isfinite(steep) else np.nan
+    called = rise >= min_rise - EPS
+    reached = np.flatnonzero(v >= saturation_share * v[-1] - EPS) if v[-1] > 0 else np.array([], int)
+    return {
+        "n_revisions": len(v), "start_pct": v[0], "final_pct": v[-1], "peak_pct": v.max(),
+        "rise_pp": rise, "min_rise_pp": min_rise,
+        "largest_jump_pp": steps[j] if len(v) > 1 else np.nan, "jump_share": share,
+        "jump_from_revision": revision[j], "jump_to_revision": revision[min(j + 1, len(v) - 1)],
+        "jump_from_tokens_b": t[j], "jump_to_tokens_b": t[min(j + 1, len(v) - 1)],
+        "jump_token_ratio": t[min(j + 1, len(v) - 1)] / t[j] if t[j] > 0 else np.nan,
+        "steepest_pp_per_efold": steep, "efold_share": efold_share,
+        "steepest_from_revision": revision[a] if a >= 0 else None,
+        "steepest_to_revision": revision[b] if b >= 0 else None,
+        "steepest_from_tokens_b": t[a] if a >= 0 else np.nan, "steepest_to_tokens_b": t[b] if b >= 0 else np.nan,
+        "saturation_pct": v[-1],
+        "saturation_revision": revision[reached[0]] if len(reached) else None,
+        "saturation_tokens_b": t[reached[0]] if len(reached) else np.nan,
+        "shape": _label(share, transition_share, called),
+        "shape_efold": _label(efold_share, transition_share, called),
+    }
 
 
 def _label(share: float, transition_share: float, called: bool) -> str:

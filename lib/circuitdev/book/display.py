@@ -276,20 +276,27 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int | None = N
                                          notes[0].upper() + notes[1:] + ".") if t)
     if caption:
         styler = styler.set_caption(_cell_markdown(caption))
+    styler = styler.set_table_styles(_table_styles(df, text))
+    # a table of many columns is set smaller
+    size = "85%" if df.shape[1] <= 8 else "75%" if df.shape[1] <= 11 else "68%"
+    display(styler.set_table_attributes(f'style="font-size: {size}"'))
+
+
+def _table_styles(df: pd.DataFrame, text: list[int]) -> list[dict]:
+    """`show_table`'s CSS: how each column wraps (`text`: the positions of its text columns), then cells, headers
+    and caption."""
     lengths = [df.iloc[:, i].astype(str).str.len().max() if len(df) else 0 for i in range(df.shape[1])]
     # at 1280 px every column is in view (the cell is as wide as the figures, book/_static/circuitdev.css): headers
     # wrap between words, and so do cells, except short ones ("pythia-1b", "30×", "L1H0"), which never break inside;
     # long text (claims, reasons, ranges) is never squeezed to a word a line (by position: Styler names each cell's
-    # column colN); a table of many columns is set smaller
+    # column colN)
     columns = [{"selector": f"td.col{i}", "props": "min-width: 10em" if i in text and n > 40 else
                 "white-space: nowrap" if n <= 12 else "white-space: normal"} for i, n in enumerate(lengths)]
-    styler = styler.set_table_styles([*columns,
+    return [*columns,
         {"selector": "td", "props": "max-width: 28em; overflow-wrap: break-word; "
                                     "text-align: left; padding: 2px 6px; vertical-align: top"},
         {"selector": "th", "props": "white-space: normal; text-align: left; padding: 2px 6px; vertical-align: bottom"},
-        {"selector": "caption", "props": "caption-side: top; text-align: left; font-style: italic"}])
-    size = "85%" if df.shape[1] <= 8 else "75%" if df.shape[1] <= 11 else "68%"
-    display(styler.set_table_attributes(f'style="font-size: {size}"'))
+        {"selector": "caption", "props": "caption-side: top; text-align: left; font-style: italic"}]
 
 
 def figure_png(fig, dpi: int = 110) -> bytes:

@@ -45,31 +45,12 @@ def run(args) -> int:
     import pandas as pd
 
     from circuitdev.errors import ConfigError
-    from circuitdev.paths import panels_dir
     from circuitdev.sources.panels import load_panel, write_panel
 
     if args.panel is None:
         if args.status or args.freeze:
             raise ConfigError("--status and --freeze need a panel: `circuitdev panels NAME --status`")
-        panels, rows, broken = [], [], []
-        for path in sorted(panels_dir().glob("*.y*ml")):
-            try:  # one broken file must not hide the others: list it with its error
-                panels.append(load_panel(path, resolve_hub=False))
-            except ConfigError as err:
-                broken.append(f"{path.name}: {err}")
-        rows = [{"name": p.name, "model": _short(p), "family": p.family, "dtype": p.dtype,
-                 "revisions": len(p.revisions) or "log-spaced", "tokens_b": _span(p), "source": p.source}
-                for p in panels]
-        if args.json:
-            json.dump([p.to_dict() for p in panels], sys.stdout, indent=1)
-            print()
-        elif rows:
-            print(pd.DataFrame(rows).to_string(index=False))
-        else:
-            print(f"no panel files in {panels_dir()}")
-        for line in broken:
-            print(f"invalid panel file {line}", file=sys.stderr)
-        return 2 if broken else 0
+        return _list_panels(args)
 
     panel = load_panel(args.panel)
     if args.freeze:
@@ -97,6 +78,36 @@ def run(args) -> int:
     print(f"  probe   {panel.probe or '(ProbeConfig defaults)'}  -> configuration {panel.probe_config().config_hash()}")
     print(table.to_string(index=False))
     return 0
+
+
+def _list_panels(args) -> int:
+    """Every panel file of the panels folder, one line each (or as JSON); a broken file is listed with its error
+    and makes the exit status 2."""
+    import pandas as pd
+
+    from circuitdev.errors import ConfigError
+    from circuitdev.paths import panels_dir
+    from circuitdev.sources.panels import load_panel
+
+    panels, rows, broken = [], [], []
+    for path in sorted(panels_dir().glob("*.y*ml")):
+        try:  # one broken file must not hide the others: list it with its error
+            panels.append(load_panel(path, resolve_hub=False))
+        except ConfigError as err:
+            broken.append(f"{path.name}: {err}")
+    rows = [{"name": p.name, "model": _short(p), "family": p.family, "dtype": p.dtype,
+             "revisions": len(p.revisions) or "log-spaced", "tokens_b": _span(p), "source": p.source}
+            for p in panels]
+    if args.json:
+        json.dump([p.to_dict() for p in panels], sys.stdout, indent=1)
+        print()
+    elif rows:
+        print(pd.DataFrame(rows).to_string(index=False))
+    else:
+        print(f"no panel files in {panels_dir()}")
+    for line in broken:
+        print(f"invalid panel file {line}", file=sys.stderr)
+    return 2 if broken else 0
 
 
 def _short(panel) -> str:

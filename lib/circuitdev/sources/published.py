@@ -163,18 +163,7 @@ def _load_panel_revisions(root: Path, info: PublishedPanel
             raise fail(path, "revision", f"{data['revision']!r} disagrees with the file name ({revision!r})")
         step, _ = parse_revision(revision)
         tokens_b = revision_tokens_b(info.name, revision)
-        sels = require(path, data, "all_head_selectivity")
-        if not isinstance(sels, dict) or not sels:
-            raise fail(path, "all_head_selectivity", "expected a non-empty object of 'L{l}_H{h}' -> selectivities")
-        heads = {}
-        for key, per_class in sels.items():
-            layer, head = head_key(path, "all_head_selectivity", key)
-            if not isinstance(per_class, dict):
-                raise fail(path, f"all_head_selectivity.{key}", "expected an object of class -> selectivity")
-            heads[layer, head] = [
-                number(path, f"all_head_selectivity.{key}.{c}", _require_class(path, key, per_class, c))
-                for c in HEAD_CLASSES
-            ]
+        heads = _head_selectivities(path, data)
         this_grid = check_grid(path, "all_head_selectivity", set(heads))
         if grid is not None and this_grid != grid:
             raise fail(path, "all_head_selectivity", f"{this_grid[0]}x{this_grid[1]} heads, but other {info.name} "
@@ -198,6 +187,24 @@ def _load_panel_revisions(root: Path, info: PublishedPanel
     topk = pd.DataFrame(topk, columns=TOPK_COLUMNS)
     topk["count"] = topk["count"].astype("int64")
     return table, meta, feats, topk
+
+
+def _head_selectivities(path: Path, data: dict) -> dict[tuple[int, int], list[float]]:
+    """One revision file's `all_head_selectivity`: (layer, head) -> its selectivity per class (HEAD_CLASSES)."""
+    sels = require(path, data, "all_head_selectivity")
+    if not isinstance(sels, dict) or not sels:
+        raise fail(path, "all_head_selectivity", "expected a non-empty object of 'L{l}_H{h}' -> selectivities")
+    heads = {}
+    for key, per_class in sels.items():
+        layer, head = head_key(path, "all_head_selectivity", key)
+        if not isinstance(per_class, dict):
+            raise fail(path, f"all_head_selectivity.{key}", "expected an object of class -> selectivity")
+        heads[layer, head] = [
+            number(path, f"all_head_selectivity.{key}.{c}", _require_class(path, key, per_class, c))
+            for c in HEAD_CLASSES
+        ]
+    return heads
+
 
 def _require_class(path: Path, key: str, per_class: dict, head_class: str):
     if head_class not in per_class:

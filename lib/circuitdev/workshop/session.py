@@ -144,43 +144,12 @@ def parse_session(source: str | Path) -> Session:
     title = next((line[2:].strip() for c in nb.cells if c.cell_type == "markdown" for line in cell_lines(c)
                   if line.startswith("# ")), source.stem)
     session = Session(source, number, source.stem, title, nb)
-    pending: dict | None = None
-
-    def close(at: str) -> None:
-        if pending is not None:
-            missing = "solution cell (# BEGIN SOLUTION ... # END SOLUTION)" if pending.get("solution") is None \
-                else "check cell"
-            raise ConfigError(f"{source.name}: exercise {number}.{pending['number']} has no {missing} {at}")
-
+    pending: dict | None = None  # the exercise being read: its heading, hint and solution cells so far
     for i, cell in enumerate(nb.cells):
         where = f"{source.name}, cell {i + 1}"
         lines = cell_lines(cell)
         if cell.cell_type == "markdown":
-            first = lines[0] if lines else ""
-            if any(line.lstrip().startswith("### Exercise") for line in lines[1:]):
-                raise ConfigError(f"{where}: an exercise heading must be the first line of its own markdown cell "
-                                  "(start a new `# %% [markdown]` cell before it)")
-            if HINT_RE.match(first.strip()):
-                if pending is None or pending["solution"] is not None or pending["hint"] is not None:
-                    raise ConfigError(f"{where}: a hint (`#### Hint`) belongs right after its exercise's heading cell, "
-                                      "before the solution cell (one per exercise)")
-                pending["hint"] = i
-                continue
-            if first.lstrip().startswith("### Exercise"):
-                h = HEADING_RE.match(first.strip())
-                if not h:
-                    raise ConfigError(f"{where}: exercise heading {first!r} does not read '### Exercise N.M — title "
-                                      "· difficulty ●●○○○ · importance ●●●●○ · 10 min'")
-                if pending is not None:
-                    close("before the next exercise")
-                if int(h.group("session")) != number:
-                    raise ConfigError(f"{where}: exercise {h.group('session')}.{h.group('number')} in session "
-                                      f"{number:02d}")
-                expected = len(session.exercises) + 1
-                if int(h.group("number")) != expected:
-                    raise ConfigError(f"{where}: exercise {number}.{h.group('number')} should be {number}.{expected} "
-                                      "(exercises are numbered 1, 2, 3 ... in order)")
-                pending = {"number": expected, "heading": i, "match": h, "solution": None, "hint": None}
+            pending = _read_markdown(lines, i, where, pending, session)
             continue
         if cell.cell_type != "code":
             continue
@@ -191,18 +160,62 @@ def parse_session(source: str | Path) -> Session:
                                   "or its exercise already has one)")
             pending["solution"] = i
         elif pending is not None and pending["solution"] is not None:
-            h = pending["match"]
-            ex = Exercise(number, pending["number"], h.group("title").strip(), h.group("difficulty").count("●"),
-                          h.group("importance").count("●"), int(h.group("minutes")), pending["heading"],
-                          pending["solution"], i, pending["hint"])
-            call = re.compile(rf"\bex_{number}_{ex.number}\(|\bcheck\(\s*['\"]{re.escape(ex.id)}['\"]")
-            if not call.search(cell.source):
-                raise ConfigError(f"{where}: the cell after exercise {ex.id}'s solution must run its check "
-                                  f"(`checks.ex_{number}_{ex.number}(...)`)")
-            session.exercises.append(ex)
+            session.exercises.append(_checked_exercise(pending, number, i, cell.source, where))
             pending = None
-    close("at the end of the session")
+    _require_closed(pending, source.name, number, "at the end of the session")
     return session
+
+
+def _require_closed(pending: dict | None, name: str, number: int, at: str) -> None:
+    """An exercise still open (no solution, or no check cell after it) is a ConfigError naming what it lacks."""
+    if pending is not None:
+        missing = "solution cell (# BEGIN SOLUTION ... # END SOLUTION)" if pending.get("solution") is None \
+            else "check cell"
+        raise ConfigError(f"{name}: exercise {number}.{pending['number']} has no {missing} {at}")
+
+
+def _read_markdown(lines: list[str], i: int, where: str, pending: dict | None, session: Session) -> dict | None:
+    """A markdown cell of a session: a hint goes to the open exercise, an exercise heading opens the next one
+    (closing the open one). Returns the exercise open after it."""
+    number = session.number
+    first = lines[0] if lines else ""
+    if any(line.lstrip().startswith("### Exercise") for line in lines[1:]):
+        raise ConfigError(f"{where}: an exercise heading must be the first line of its own markdown cell "
+                          "(start a new `# %% [markdown]` cell before it)")
+    if HINT_RE.match(first.strip()):
+        if pending is None or pending["solution"] is not None or pending["hint"] is not None:
+            raise ConfigError(f"{where}: a hint (`#### Hint`) belongs right after its exercise's heading cell, "
+                              "before the solution cell (one per exercise)")
+        pending["hint"] = i
+        return pending
+    if not first.lstrip().startswith("### Exercise"):
+        return pending
+    h = HEADING_RE.match(first.strip())
+    if not h:
+        raise ConfigError(f"{where}: exercise heading {first!r} does not read '### Exercise N.M — title "
+                          "· difficulty ●●○○○ · importance ●●●●○ · 10 min'")
+    _require_closed(pending, session.source.name, number, "before the next exercise")
+    if int(h.group("session")) != number:
+        raise ConfigError(f"{where}: exercise {h.group('session')}.{h.group('number')} in session "
+                          f"{number:02d}")
+    expected = len(session.exercises) + 1
+    if int(h.group("number")) != expected:
+        raise ConfigError(f"{where}: exercise {number}.{h.group('number')} should be {number}.{expected} "
+                          "(exercises are numbered 1, 2, 3 ... in order)")
+    return {"number": expected, "heading": i, "match": h, "solution": None, "hint": None}
+
+
+def _checked_exercise(pending: dict, number: int, i: int, code: str, where: str) -> Exercise:
+    """The exercise complete at its check cell `i` (the code cell after its solution), which must call its check."""
+    h = pending["match"]
+    ex = Exercise(number, pending["number"], h.group("title").strip(), h.group("difficulty").count("●"),
+                  h.group("importance").count("●"), int(h.group("minutes")), pending["heading"],
+                  pending["solution"], i, pending["hint"])
+    call = re.compile(rf"\bex_{number}_{ex.number}\(|\bcheck\(\s*['\"]{re.escape(ex.id)}['\"]")
+    if not call.search(code):
+        raise ConfigError(f"{where}: the cell after exercise {ex.id}'s solution must run its check "
+                          f"(`checks.ex_{number}_{ex.number}(...)`)")
+    return ex
 
 
 def hint_text(session: Session, exercise: Exercise) -> str | None:

@@ -69,9 +69,7 @@ def probe_panel(
         raise TypeError(f"probe_panel takes a Panel, got {panel!r}: load it with "
                         "`load_panel(NAME, results_dir=...)` (sources.panels)")
     root = Path(results_dir) if results_dir is not None else default_results_dir()
-    fields = {} if config is None else ProbeConfig.to_dict(config)
-    fields.update({k: v for k, v in {"device": device, "dtype": dtype}.items() if v is not None})
-    cfg = panel.probe_config(**fields)  # panel defaults <- config <- device/dtype; dtype resolved before hashing
+    cfg = _run_config(panel, config, device=device, dtype=dtype)
     key = cfg.config_hash()
     say = log or (lambda msg: None)
     records = PanelRecords(root, panel.name, panel)
@@ -80,23 +78,33 @@ def probe_panel(
     bar = tqdm(revs, desc=f"probe {panel.name}", unit="revision", disable=not progress)
     for rev in bar:
         bar.set_postfix_str(rev.name)
-        paths = record_paths(root, panel.name, rev.name)
         status = records.status_of(rev.name, config_hash=key)
         kept = _keep_stored(records, root, panel, rev.name, status, key, force, say)
         if kept is not None:
             results.append(kept)
             continue
-        reason = ("forced" if force and status.complete else f"outdated: {status.outdated}" if status.complete
-                  else status.state + (f": {status.reason}" if status.reason else ""))
-        if status.state == "corrupt":
-            say(f"{panel.name}/{rev.name}: stored record is corrupt ({status.reason}); recomputing")
-        elif status.state == "stale" and not status.other_config:
-            say(f"{panel.name}/{rev.name}: stored record {status.reason}; recomputing")
-        clean_temp_files(paths.folder, rev.name)
-        t0 = time.perf_counter()
-        paths = _probe_and_write(root, panel, rev, cfg, t0, progress=progress, probe_fn=probe_fn)
-        results.append(RunResult(rev.name, "computed", paths, reason, time.perf_counter() - t0))
+        reason = _why_recompute(status, force, say, f"{panel.name}/{rev.name}")
+        paths, seconds = _probe_and_write(root, panel, rev, cfg, progress=progress, probe_fn=probe_fn)
+        results.append(RunResult(rev.name, "computed", paths, reason, seconds))
     return results
+
+
+def _run_config(panel: Panel, config, *, device: str | None, dtype: str | None) -> ProbeConfig:
+    """The configuration of a run: panel defaults <- config <- device/dtype; dtype resolved before hashing."""
+    fields = {} if config is None else ProbeConfig.to_dict(config)
+    fields.update({k: v for k, v in {"device": device, "dtype": dtype}.items() if v is not None})
+    return panel.probe_config(**fields)
+
+
+def _why_recompute(status, force: bool, say: Callable[[str], None], label: str) -> str:
+    """Why a record is (re)computed, for its RunResult; a corrupt or stale stored one is also logged."""
+    reason = ("forced" if force and status.complete else f"outdated: {status.outdated}" if status.complete
+              else status.state + (f": {status.reason}" if status.reason else ""))
+    if status.state == "corrupt":
+        say(f"{label}: stored record is corrupt ({status.reason}); recomputing")
+    elif status.state == "stale" and not status.other_config:
+        say(f"{label}: stored record {status.reason}; recomputing")
+    return reason
 
 
 def _keep_stored(records: PanelRecords, root: Path, panel: Panel, rev: str, status, key: str, force: bool,
@@ -117,9 +125,12 @@ def _keep_stored(records: PanelRecords, root: Path, panel: Panel, rev: str, stat
     return None
 
 
-def _probe_and_write(root: Path, panel: Panel, rev, cfg: ProbeConfig, t0: float, *, progress: bool,
-                     probe_fn: Callable | None) -> RecordPaths:
-    """Load one revision, probe it, free it and write its record with the run's metadata (timings from `t0`)."""
+def _probe_and_write(root: Path, panel: Panel, rev, cfg: ProbeConfig, *, progress: bool,
+                     probe_fn: Callable | None) -> tuple[RecordPaths, float]:
+    """Load one revision, probe it, free it and write its record with the run's metadata (leftover temporary files
+    of an interrupted run removed first). Returns the record's paths and the seconds it took."""
+    clean_temp_files(record_paths(root, panel.name, rev.name).folder, rev.name)
+    t0 = time.perf_counter()
     dev = resolve_device(cfg.device)
     with loaded_revision(panel, rev, dtype=cfg.dtype, device=dev, progress=progress) as model:
         weights = loaded_identity(panel, rev, model)
@@ -136,8 +147,9 @@ def _probe_and_write(root: Path, panel: Panel, rev, cfg: ProbeConfig, t0: float,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(),
     }
-    return write_record(root, panel, rev, result.table, config=cfg, meta=meta, replicates=result.replicates,
-                        nulls=result.nulls, weights=weights, behaviour=getattr(result, "behaviour", None))
+    paths = write_record(root, panel, rev, result.table, config=cfg, meta=meta, replicates=result.replicates,
+                         nulls=result.nulls, weights=weights, behaviour=getattr(result, "behaviour", None))
+    return paths, time.perf_counter() - t0
 
 
 def _default_probe_fn() -> Callable:

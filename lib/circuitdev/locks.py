@@ -106,28 +106,8 @@ def folder_lock(folder: str | os.PathLike, *, what: str, wait: float | None = No
         raise ConfigError(f"cannot lock the {what} {folder}: {path} cannot be created ({err.strerror}); "
                           f"{os_error_fix(err, path.parent)}") from None
     try:
-        deadline = time.monotonic() + bound
-        said = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not said and bound > 0:  # a run that seems to hang says why
-                    print(f"circuitdev: the {what} {folder} is being written by another run ({holder(path)}); "
-                          f"waiting for it (at most {bound:g} s, {WAIT_ENV})", file=sys.stderr, flush=True)
-                    said = True
-                if time.monotonic() >= deadline:
-                    raise FolderBusy(
-                        f"the {what} {folder} is being written by another run: {holder(path)}. Wait for it to "
-                        f"finish (or stop it), then run again; {WAIT_ENV}=SECONDS waits longer "
-                        f"(waited {bound:g} s)") from None
-                time.sleep(POLL_S)
-        info = {"pid": os.getpid(), "host": socket.gethostname(),
-                "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300],
-                "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
+        _acquire(fd, path, folder, what=what, bound=bound)
+        _write_holder(fd)
         with _guard:
             _held[key] = 1
         try:
@@ -138,3 +118,34 @@ def folder_lock(folder: str | os.PathLike, *, what: str, wait: float | None = No
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing releases the flock
+
+
+def _acquire(fd: int, path: Path, folder, *, what: str, bound: float) -> None:
+    """Take the flock on `fd`, polling for up to `bound` seconds while another run holds it (saying so once); then
+    FolderBusy naming the holder."""
+    deadline = time.monotonic() + bound
+    said = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if not said and bound > 0:  # a run that seems to hang says why
+                print(f"circuitdev: the {what} {folder} is being written by another run ({holder(path)}); "
+                      f"waiting for it (at most {bound:g} s, {WAIT_ENV})", file=sys.stderr, flush=True)
+                said = True
+            if time.monotonic() >= deadline:
+                raise FolderBusy(
+                    f"the {what} {folder} is being written by another run: {holder(path)}. Wait for it to "
+                    f"finish (or stop it), then run again; {WAIT_ENV}=SECONDS waits longer "
+                    f"(waited {bound:g} s)") from None
+            time.sleep(POLL_S)
+
+
+def _write_holder(fd: int) -> None:
+    """Write who holds the lock into the lock file (what `holder` reads back for a waiting run)."""
+    info = {"pid": os.getpid(), "host": socket.gethostname(),
+            "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300],
+            "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(info).encode(), 0)

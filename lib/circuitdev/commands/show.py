@@ -52,12 +52,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import pandas as pd
 
-    from circuitdev.analysis.devtable import revision_summary
     from circuitdev.errors import ConfigError, DataError
     from circuitdev.sources.panels import load_panel
     from circuitdev.paths import results_dir as default_results_dir
-    from circuitdev.sources.records import PanelRecords
-    from circuitdev.sources.refined import refined_revisions
     from circuitdev.sources.store import read_record
 
     if args.record is not None:
@@ -75,16 +72,7 @@ def run(args) -> int:
         if revision is None:
             if args.sidecar:
                 raise ConfigError("--sidecar needs a --revision")
-            read = PanelRecords(results, panel.name, panel).read(on_missing="skip")
-            if read.missing:  # never a silent gap: the summary below lacks these rows (none at all: read raised)
-                print(f"circuitdev show: note: {len(read.missing)} of {len(panel.revisions)} revisions left out, no "
-                      f"usable record: {_some(read.missing)}; compute them with `circuitdev probe --panel "
-                      f"{args.panel} --out {results}`", file=sys.stderr)
-            summary = revision_summary(read.table)
-            refined = {r.name for r in refined_revisions(results, panel.name)}
-            if refined:  # the revisions `circuitdev refine` added to the panel's own grid
-                summary.insert(2, "refined", summary["revision"].isin(refined).map({True: "yes", False: ""}))
-            return _emit(summary, args, pd)
+            return _emit(_panel_summary(panel, results, args.panel), args, pd)
     else:
         raise ConfigError("say what to show: a record FILE, or --panel NAME [--revision R]")
 
@@ -106,6 +94,24 @@ def run(args) -> int:
               f"configuration {meta['config_hash']}, {meta.get('dtype')} on {meta.get('device')}, "
               f"{len(table)} heads)")
     return _emit(table[cols], args, pd)
+
+
+def _panel_summary(panel, results, asked: str):
+    """One row per revision of the panel with a usable record (the others named on stderr), refined ones marked."""
+    from circuitdev.analysis.devtable import revision_summary
+    from circuitdev.sources.records import PanelRecords
+    from circuitdev.sources.refined import refined_revisions
+
+    read = PanelRecords(results, panel.name, panel).read(on_missing="skip")
+    if read.missing:  # never a silent gap: the summary below lacks these rows (none at all: read raised)
+        print(f"circuitdev show: note: {len(read.missing)} of {len(panel.revisions)} revisions left out, no "
+              f"usable record: {_some(read.missing)}; compute them with `circuitdev probe --panel "
+              f"{asked} --out {results}`", file=sys.stderr)
+    summary = revision_summary(read.table)
+    refined = {r.name for r in refined_revisions(results, panel.name)}
+    if refined:  # the revisions `circuitdev refine` added to the panel's own grid
+        summary.insert(2, "refined", summary["revision"].isin(refined).map({True: "yes", False: ""}))
+    return summary
 
 
 def _some(items, shown: int = 4) -> str:

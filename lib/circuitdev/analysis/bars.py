@@ -26,5 +26,11 @@ def bar_runs(values: Iterable[float], grid: Sequence[float]) -> list[tuple[float
 def runs_text(runs: Sequence[tuple[float, float]], *, last: str = ", ") -> str:
     """[(2, 5), (50, 50), (75, 100)] -> "2–5×, 50×, 75–100×" (the last two joined by `last`, e.g. " and ");
     "" for no run."""
-    parts = [f"{a:g}×" if a == b else f"{a:g}–{b:g}×" for a, b in runs]
+    parts = [f"{bar_text(a)}×" if a == b else f"{bar_text(a)}–{bar_text(b)}×" for a, b in runs]
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + last + parts[-1] if parts else ""
+
+
+def bar_text(tau: float) -> str:
+    """A bar as the book writes it: three significant digits, never an exponent (97.25 -> "97.2", 771.87 -> "772",
+    1000 -> "1000")."""
+    return f"{tau:.3g}" if abs(tau) < 1000 else f"{tau:.0f}"

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # F3 · Induction first, sinks later
+# # F3 · Does induction come before sinks?
 #
 # **The paper's claim.** "Capability first, sinks later": in every model the first revision with
 # {glue:text}`f3-paper-gap-start` comes well before the first revision with {glue:text}`f3-paper-gap-end`, an
@@ -52,6 +52,8 @@ drop_levels: list[float] = [0.1, 0.25]  # in (0, 1]
 
 # %% tags=["remove-input"]
 ch = chapter("f3_milestones", globals())
+ch.verdict("F3.gap")  # the verdict under the title: what the data support (issue 29)
+ch.verdict("F3.milestones")  # the verdict under the title: what the data support (issue 29)
 ms = ch.apply(findings.milestones, rule=rule, sustained=sustained, intervals=True)
 gaps = ch.apply(lambda dev: findings.gap_texts(findings.milestones(dev, rule=rule, sustained=sustained),
                                                start=gap_start, end=gap_end, fmt=fmt_tokens_b))

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # F4 · The screen converges early
+# # F4 · Does the screen converge early?
 #
 # **The paper's claim.** The induction circuit found at the end of training is visible to the screen long before:
 # a third, two thirds and all of its heads pass {glue:text}`f4-paper-induction-threshold` after a small share of
@@ -37,6 +37,7 @@ levels: list[float] = [0.3333333333333333, 0.6666666666666666, 1.0]  # in (0, 1]
 
 # %% tags=["remove-input"]
 ch = chapter("f4_convergence", globals())
+ch.verdict("F4.recall")  # the verdict under the title: what the data support (issue 29)
 recall = ch.apply(findings.circuit_recall, threshold=induction_threshold, intervals=True)
 reached = ch.apply(lambda dev: findings.recall_milestones(findings.circuit_recall(dev, threshold=induction_threshold),
                                                           levels=levels))

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # F5 · The participation ratio rises before the circuit forms
+# # F5 · Does the participation ratio rise before the circuit forms?
 #
 # **The paper's claim.** A head's participation ratio (PR) — how many directions its output at the query spreads
 # over — becomes elevated before the head passes its class threshold: by {glue:text}`f5-paper-lead-induction`
@@ -56,6 +56,7 @@ permutation_seed: int = 0  # in [0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("f5_pr_lead", globals())
+ch.verdict("F5.lead")  # the verdict under the title: what the data support (issue 29)
 tau = pr_lead.FORMATION_THRESHOLDS.get(head_class, 30.0) if threshold is None else threshold
 for key, value in {**{f"paper-lead-{c}": v for c, v in ch.claimed("F5.lead").set_index("head_class")["paper"].items()},
                    "class": head_class, "threshold": f"{tau:g}×", "rule": f"{elevation_rule} at {elevation_level:g}",

@@ -275,7 +275,8 @@ class Chapter:
             if present:
                 self.glue(f"verdict-{key}-{TIER_KEYS[tier]}", "; ".join(f"{n}: {v}" for n, (v, _) in named) or None,
                           absent="does not apply")
-            lines += [f"- **{n}** ({TIER_LABELS[tier].split(' (')[0]}): **{v}** — {r}" for n, (v, r) in named]
+            lines += [f"- **{n}** ({TIER_LABELS[tier].split(' (')[0]}): **{v.rstrip('*')}**"
+                      f"{' (a bound decides it)' if v.endswith('*') else ''} — {r}" for n, (v, r) in named]
         if show:
             display.note("\n".join(lines) if lines else "No tier of this build holds the data for this claim: "
                          "untestable here.", kind="important", title=f"Verdict on {claim} (what the data support)")

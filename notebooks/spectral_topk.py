@@ -90,7 +90,8 @@ enrich["reading"] = [findings.enrichment_word(r) for r in enrich.to_dict("record
 last = enrich.merge(breakdown.groupby(["tier", "panel"])["revision"].last().reset_index(), on=["tier", "panel",
                                                                                            "revision"])
 sinks = last[last["class"] == "first-token"]
-for tier, key in (("published", "pub"), ("toy", "toy")):
+for tier, key in [(t.name, k) for t in ch.tiers.present for n, k in (("published", "pub"), ("toy", "toy"))
+                  if t.name == n]:  # an absent tier's key reads "not in this build"
     rows = sinks[sinks["tier"] == tier]
     ch.glue(f"enrich-{key}", "; ".join(f"{p}: {o} of {k} against {e:.1f} expected, {w}" for p, o, k, e, w in zip(
         rows["panel"], rows["observed"], rows["k"], rows["expected"], rows["reading"])) or None,

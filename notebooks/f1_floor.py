@@ -127,8 +127,8 @@ ch.figure(plots.floor_margin(margin, threshold=bos_threshold, floor_layers=floor
 # These intervals cover measuring one trained model again, not training it again. Seed replicas of the toy, where
 # this build trained them, get one verdict each: {glue:text}`f1-toy-seed-verdicts`. The published tier has no
 # per-sequence data — the authors' files hold one selectivity per head — so its verdicts (in the table) are the
-# paper's rule on the point values; their uncertainty is the margin above and how the counts move with the threshold
-# ({doc}`sensitivity`).
+# paper's rule on the point values; their uncertainty is the margin above and how the floor moves with the bar
+# ({doc}`robustness`).
 
 # %% tags=["remove-input", "full-width"]
 view = ch.panel_view("toy-pythia")  # the toy-pythia verdict also on its default grid (no refined revisions)

@@ -24,13 +24,13 @@ __all__ = ["BehaviourMilestone", "BEHAVIOUR_MILESTONES", "behaviour_milestones",
 BehaviourMeasure = Literal["top1", "icl_score", "top1_drop"]
 _MEASURES: dict[str, tuple[str, Callable[[float], str]]] = {
     "top1": ("top-1 accuracy at the query (second A → B)", lambda v: f"{100 * v:g}%"),
-    "icl_score": ("in-context-learning score (loss on a span's first occurrence minus on its repeat)",
+    "icl_score": ("repeat (copy) score (loss on a random span's first occurrence minus on its repeat)",
                   lambda v: f"{v:g} nat" + ("s" if v != 1 else "")),
     "top1_drop": ("top-1 lost when the final induction circuit is zero-ablated", lambda v: f"{100 * v:g} pp"),
 }
 
 
-_LABELS = {"top1": "top-1", "icl_score": "ICL score", "top1_drop": "circuit ablation costs"}
+_LABELS = {"top1": "top-1", "icl_score": "repeat (copy) score", "top1_drop": "circuit ablation costs"}
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class BehaviourMilestone:
         return f"{words} ≥ {write(self.level)}"
 
     def label(self) -> str:
-        """In a few words: "top-1 ≥ 25%", "ICL score ≥ 1 nat", "circuit ablation costs ≥ 10 pp"."""
+        """In a few words: "top-1 ≥ 25%", "repeat (copy) score ≥ 1 nat", "circuit ablation costs ≥ 10 pp"."""
         return f"{_LABELS[self.measure]} ≥ {_MEASURES[self.measure][1](self.level)}"
 
 

@@ -256,6 +256,7 @@ class Chapter:
         as in `how_robust`: "F3.gap" -> "f3-gap"; the published models always get theirs when that tier is present, "no data" when one lacks a row)
         and `<prefix>-verdict-<key>-<tier>` (every model of a present tier in one line, "does not apply" when it has
         no row for the claim). show=False glues only. Returns the verdicts (+ tier)."""
+        from circuitdev.analysis.findings.claim import ALL  # the row about every model at once: in the table only
         from circuitdev.sources.published import PUBLISHED_PANELS
 
         key = claim.lower().replace(".", "-")
@@ -271,7 +272,7 @@ class Chapter:
                 if present:  # an absent tier's keys read "not in this build" (`finish`)
                     self.glue(f"verdict-{key}-{TIER_KEYS[tier]}-{_short_panel(panel)}",
                               said[panel][0] if said[panel] else None, absent="no data")
-            named = [(_MODEL_NAMES.get(_short_panel(p), p), t) for p, t in said.items() if t]
+            named = [(_MODEL_NAMES.get(_short_panel(p), p), t) for p, t in said.items() if t and p != ALL]
             if present:
                 self.glue(f"verdict-{key}-{TIER_KEYS[tier]}", "; ".join(f"{n}: {v}" for n, (v, _) in named) or None,
                           absent="does not apply")

@@ -57,6 +57,7 @@ from circuitdev.sources.store import FORMAT as RECORD_FORMAT  # a new record for
 
 
 configfile: os.path.join(workflow.basedir, "config", "pipeline.yaml")
+__import__("circuitdev.book.config_schema").book.config_schema.check_pipeline_config(config)  # before any job is planned
 
 
 PY = sys.executable  # the interpreter running Snakemake: same venv for every job (and on SLURM nodes)

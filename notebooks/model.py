@@ -187,8 +187,10 @@ if ab is not None:
 #
 # The same zero ablation of the final circuit, repeated at every probed revision of training, with the circuit's
 # controls (`circuitdev ablate --over-training`, on the probe's own batch), against the revisions at which the
-# screen finds the circuit's heads. A revision counts as *necessary* when the 95% interval of the drop in top-1
-# (intact minus circuit zeroed; Newcombe's interval from the two Wilson intervals) lies above 0.
+# screen finds the circuit's heads. A revision counts as *necessary* when the circuit's drop in top-1 beyond the
+# random groups' mean drop (the excess drop: the matched random groups, or random groups from any layer where the
+# circuit fills its layers) has its 95% interval above 0; that interval covers the spread between the groups (a t
+# interval over them) and the circuit's binomial noise. A drop against no ablation alone says what zeroing it costs.
 # {glue:text}`model-necessity`
 
 # %% tags=["remove-input", "full-width"]
@@ -207,7 +209,8 @@ if over is not None:
               name=f"fig-model-{name}-over-training",
               caption=f"{name}: top-1 at the query at every revision, intact and with the final induction circuit "
                       f"({over['n_circuit'].iloc[0]} heads) or its controls zeroed; bands: 95% Wilson intervals on "
-                      f"the batch of {over['n'].iloc[0]} sequences (for random groups, of their mean).")
+                      f"the batch of {over['n'].iloc[0]} sequences; for random groups, the 95% interval of their mean over "
+                      "the groups.")
 
 # %% [markdown]
 # ## The greater-than task

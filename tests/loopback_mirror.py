@@ -13,6 +13,10 @@ CIRCUITDEV_PUBLISHED_MANIFEST naming the manifest. Faults, per local path (`mirr
     "hang"         the request is read and nothing is ever answered
     "hold"         half the body, then wait until `mirror.release()` (a fetch caught mid-file, e.g. to kill it);
                    `mirror.arrived` is set when such a request is being held
+    "loop"         a redirect to itself, for ever
+    "endless"      no Content-Length, the file's bytes repeated without end (until the client hangs up)
+    "pause"        as "hold", but after `mirror.release()` the rest of the body follows (a slow fetch that
+                   completes: what a second run meets while the first is still downloading)
 
 `mirror.requests` lists the paths asked for, in order.
 """
@@ -76,6 +80,22 @@ class Mirror:
         if fault == "hang":
             self._stopping.wait(120)
             return
+        if fault == "loop":
+            handler.send_response(302)
+            handler.send_header("Location", handler.path)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        if fault == "endless":
+            handler.send_response(200)
+            handler.end_headers()  # no length: the body ends when the connection does
+            try:
+                while not self._stopping.is_set():
+                    handler.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            handler.close_connection = True
+            return
         if fault == "corrupt":
             body = body[:10] + bytes([body[10] ^ 0xFF]) + body[11:]
         if fault == "short":
@@ -91,6 +111,13 @@ class Mirror:
                     handler.wfile.write(body[i:i + 1])
                     handler.wfile.flush()
                     time.sleep(0.05)
+                return
+            if fault == "pause":
+                handler.wfile.write(body[: len(body) // 2])
+                handler.wfile.flush()
+                self.arrived.set()
+                self._released.wait(120)
+                handler.wfile.write(body[len(body) // 2:])
                 return
             if fault in ("drop", "hold"):
                 handler.wfile.write(body[: len(body) // 2])

@@ -1,3 +1,4 @@
+import pandas as pd
 import pytest
 import torch
 
@@ -66,10 +67,13 @@ def test_matched_random_controls():
 
 
 def test_suite_rows_and_bad_specs():
+    """The CLI's suite is `circuit_conditions`' rows: the same controls as the model pages."""
     model = tiny_model("gpt_neox")
-    df = ablation_suite(model, BATCH, {1: [0]}, random_seeds=(123, 7))
-    assert df["condition"].tolist() == ["baseline", "screen", "matched_random", "matched_random", "upper_bound"]
-    assert df["n_ablated"].tolist() == [0, 1, 1, 1, 4]
+    df = ablation_suite(model, BATCH, {1: [0]}, n_groups=2)
+    assert df["condition"].tolist() == ["baseline", "screen", "matched_random", "matched_random", "random_any",
+                                        "random_any", "upper_bound"]
+    assert df["n_ablated"].tolist() == [0, 1, 1, 1, 1, 1, 4]
+    assert df.loc[df["condition"] == "matched_random", "seed"].tolist() == [123, 124]
     assert {"loss", "acc_top1", "acc_top5", "mean_logit_B"} <= set(df.columns)
     with pytest.raises(ConfigError, match="outside the model's 2 layers"):
         query_logits(model, BATCH, {5: [0]})
@@ -77,14 +81,19 @@ def test_suite_rows_and_bad_specs():
         query_logits(model, BATCH, {0: [9]})
     with pytest.raises(ConfigError, match="mode"):
         query_logits(model, BATCH, {0: [0]}, mode="resample")
+    with pytest.raises(ConfigError, match="batch_size"):
+        query_logits(model, BATCH, {0: [0]}, batch_size=0)
 
 
 def test_suite_notes_a_layer_without_heads_outside_the_set():
-    """A set that fills its layer leaves the matched-random control nothing to draw there: the row says so."""
+    """A set that fills its layer leaves the matched-random control nothing to draw there: the row says so and
+    ablates nothing; the any-layer control draws as many heads elsewhere."""
     model = tiny_model("gpt_neox")
     df = ablation_suite(model, BATCH, {1: [0, 1, 2, 3]})
     row = df[df["condition"] == "matched_random"].iloc[0]
-    assert row["n_ablated"] == 0 and "layer(s) [1] hold no head outside the set" in row["note"]
+    assert row["n_ablated"] == 0 and row["note"] == "not possible: layer(s) 1 hold no head outside the circuit"
+    assert pd.isna(row["acc_top1"])
+    assert df.loc[df["condition"] == "random_any", "heads"].tolist() == ["L0H0 L0H1 L0H2 L0H3"]
     assert (df.loc[df["condition"] != "matched_random", "note"] == "").all()
     assert ablation_suite(model, BATCH, {1: [0]}).loc[2, "note"] == ""
 

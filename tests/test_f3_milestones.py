@@ -112,6 +112,19 @@ def test_behaviour_milestones_on_known_crossings():
     assert F.BEHAVIOUR_MILESTONES[4].label() == "circuit ablation costs ≥ 10 pp"
 
 
+def test_necessary_means_the_excess_drop_interval_lies_above_zero():
+    """Issue 29 item 5: the behavioural "necessary" milestone is the first revision whose excess drop (beyond the
+    random groups') has its 95% interval above 0 -- strictly: an interval touching 0 is not necessary. A drop
+    against no ablation keeps its own milestones, called what it costs."""
+    table = revision_table().assign(excess_drop_lo=[np.nan, -0.1, 0.0, 0.02, 0.05])
+    b = F.behaviour_milestones(table).set_index("milestone")
+    assert b.loc["necessary", "revision"] == "step3" and b.loc["drop_10pp", "revision"] == "step3"
+    spec = {s.name: s for s in F.BEHAVIOUR_MILESTONES}["necessary"]
+    assert spec.label() == "circuit necessary: its excess drop's interval > 0 pp"
+    dips = F.behaviour_milestones(table.assign(excess_drop_lo=[np.nan, 0.01, -0.01, 0.02, 0.05]), sustained=True)
+    assert dips.set_index("milestone").loc["necessary", "revision"] == "step3"
+
+
 def test_behaviour_milestone_windows_from_the_replicates():
     table = revision_table()
     reps = []

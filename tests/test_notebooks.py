@@ -299,23 +299,27 @@ def test_authors_controls_are_never_shown_as_the_circuits():
         assert page.over_training()[0] is None and "final checkpoint only" in page.over_training()[1]
 
 
-def test_necessity_is_the_first_revision_whose_drop_interval_lies_above_zero():
+def test_necessity_is_the_first_revision_whose_excess_drop_interval_lies_above_zero():
+    """Necessary against the random groups (issue 29 item 5), not against no ablation: s1's drop interval is above
+    0 (it costs top-1) but its excess over the random groups' drop is not."""
     import pandas as pd
 
     from circuitdev.book.model_ablation import necessity, necessity_text
 
     over = pd.DataFrame({"revision": ["s0", "s1", "s2", "s3"], "tokens_b": [0, 1e-3, 2e-3, 3e-3],
-                         "top1_drop": [0.0, 0.01, 0.2, 0.5], "top1_drop_lo": [-0.01, -0.002, 0.1, 0.4],
-                         "top1_drop_hi": [0.01, 0.03, 0.3, 0.6]})
+                         "top1_drop": [0.0, 0.1, 0.2, 0.5], "top1_drop_lo": [-0.01, 0.05, 0.1, 0.4],
+                         "top1_drop_hi": [0.01, 0.15, 0.3, 0.6], "excess_drop": [0.0, 0.01, 0.15, 0.45],
+                         "excess_drop_lo": [-0.02, -0.04, 0.05, 0.35], "excess_drop_hi": [0.02, 0.06, 0.25, 0.55]})
     recall = pd.DataFrame({"revision": ["s0", "s1", "s2", "s3"], "recall": [0.0, 0.5, 0.5, 1.0]})
     nec = necessity(over, recall)
     assert nec["necessary"]["revision"] == "s2" and nec["stays"]
     assert nec["first_head"][0] == "s1" and nec["whole"][0] == "s3"
     text = necessity_text(nec, threshold=50)
     assert "becomes necessary at s2" in text and "stays necessary at every later revision" in text
+    assert "15.0 points beyond the random groups' drop, 95% interval 5.0 to 25.0; zeroing it costs 20.0" in text
     assert "one of its heads at ≥ 50× at s1 (F4's recall); the circuit is not yet necessary there" in text
     assert "all of its heads at ≥ 50× at s3 (F4's recall); the circuit is already necessary there" in text
-    never = necessity(over.assign(top1_drop_lo=-1.0), recall.assign(recall=0.0))
+    never = necessity(over.assign(excess_drop_lo=-1.0), recall.assign(recall=0.0))
     assert "never shown necessary" in necessity_text(never, threshold=50)
     assert "The screen never finds one of its heads" in necessity_text(never, threshold=50)
 

@@ -13,7 +13,7 @@ import os
 import pkgutil
 import sys
 
-from circuitdev.errors import CircuitdevError
+from circuitdev.errors import CircuitdevError, user_os_error
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a non-UTF-8 file name is printed escaped, never a crash
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -48,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - the contract: a message, never a traceback, unless asked for
         if os.environ.get("CIRCUITDEV_DEBUG"):
             raise
+        if (mine := user_os_error(err)) is not None:  # the user's machine (disk full, read-only, ...): exit 2
+            print(f"circuitdev {args.command}: error: {mine}", file=sys.stderr)
+            return 2
         print(
             f"circuitdev {args.command}: unexpected error: {type(err).__name__}: {err}\n"
             "(set CIRCUITDEV_DEBUG=1 to see the traceback; please report it)",

@@ -23,7 +23,15 @@ DATA_ENV, RESULTS_ENV, PUBLISHED_ENV = "CIRCUITDEV_DATA", "CIRCUITDEV_RESULTS", 
 
 def _from_env(name: str) -> Path | None:
     value = os.environ.get(name, "").strip()
-    return Path(value).expanduser().resolve() if value else None
+    if not value:
+        return None
+    path = Path(value).expanduser().resolve()
+    if path.exists() and not path.is_dir():  # say so here: "missing" later would send the user looking elsewhere
+        from circuitdev.errors import ConfigError
+
+        raise ConfigError(f"{name}={value} names a file, not a folder; set {name} to a folder (or unset it for the "
+                          "default)")
+    return path
 
 
 def data_dir() -> Path:

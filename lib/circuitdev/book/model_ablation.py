@@ -4,16 +4,18 @@ greater-than task of the authors' files, the ablation over training, and the sen
 
 Every ablation table has one row per condition (ABLATION_TABLE_COLUMNS): which heads were zeroed, in words
 (`label`), which head set a control was drawn for (`drawn_for`), and top-1 at the query with its 95% Wilson interval
-on the batch's n sequences (`analysis.uncertainty.binomial_intervals`). The circuit's own controls: matched random
-groups (the circuit's layers and per-layer counts, heads outside it; distinct groups, one per seed from 123 on) and
-random groups of as many heads from any layer outside it; a layer the circuit fills has no head to draw, and the row
-says so instead of ablating nothing.
+on the batch's n sequences (`analysis.uncertainty.binomial_intervals`). The circuit's own controls are
+`measure.ablation.circuit_conditions`' (the rows `circuitdev ablate` prints): matched random groups (the circuit's
+layers and per-layer counts, heads outside it; distinct groups, one per seed from 123 on) and random groups of as
+many heads from any layer outside it; a layer the circuit fills has no head to draw, and the row says so instead of
+ablating nothing.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from circuitdev.schema import INDUCTION_THRESHOLD, MATCHED_RANDOM_SEED
@@ -50,57 +52,18 @@ def final_ablation(panel, table: pd.DataFrame, *, config: dict | None = None, th
                    device: str | None = None) -> tuple[pd.DataFrame | None, str]:
     """Zero- (or mean-) ablate the final-revision induction circuit (sel_induction >= threshold in `table`, the
     panel's developmental table) on the records' own batch (`config`: their ProbeConfig fields), beside its own
-    controls: up to `groups` distinct matched random groups (`matched_random_groups`, scope "layer"), as many
-    random groups from any layer outside the circuit (scope "any": not neutral -- it can hold previous-token
-    heads) and the circuit's whole layers. One checkpoint load: cheap for toy and folder panels, a GPU job for the
-    1B models. Returns (ABLATION_TABLE_COLUMNS, "") or (None, why)."""
-    from circuitdev.sources.ablate import labels
-    from circuitdev.sources.run import load_final_circuit
-
-    loaded, why = load_final_circuit(panel, table, config=config, threshold=threshold, batch_size=batch_size,
-                                     device=device)
-    if loaded is None:
-        return None, why
-    spec, model = loaded.spec, loaded.model
-    loaded.model = None  # this function frees it
+    controls: `sources.run.ablate_final_circuit`, the conditions `circuitdev ablate` prints (up to `groups`
+    distinct matched random groups, as many random groups from any layer outside the circuit -- not neutral: they
+    can hold previous-token heads -- and the circuit's whole layers). One checkpoint load: cheap for toy and folder
+    panels, a GPU job for the 1B models. Returns (ABLATION_TABLE_COLUMNS, "") or (None, why)."""
     from circuitdev.analysis.uncertainty import binomial_intervals
-    from circuitdev.measure.ablation import evaluate, head_means, matched_random_groups, upper_bound
-    from circuitdev.measure.families import family_of
-    from circuitdev.measure.probe import batch_for
-    from circuitdev.sources.loading import free_memory
+    from circuitdev.sources.run import ablate_final_circuit
 
-    n_layers, n_heads = int(table["layer"].max()) + 1, int(table["head"].max()) + 1
-    layer = matched_random_groups(spec, n_heads, groups, seed=seed)
-    anywhere = matched_random_groups(spec, n_heads, groups, seed=seed, scope="any", n_layers=n_layers)
-    circuit = f"induction circuit (≥ {threshold:g}×)"
-    full = f"layer(s) {', '.join(map(str, layer.full_layers))} hold no head outside the circuit"
-    conditions = [("baseline", "no ablation", "", None, {}, ""), ("screen", circuit, "", None, spec, "")]
-    short = "; ".join(f"layer {l} holds {outside} head{'s' * (outside != 1)} outside the circuit against {inside} "
-                      f"in it: the control draws {outside} there" for l, (inside, outside) in layer.short_layers.items())
-    gaps = "; ".join([f"{full}: those layers are left out"] * bool(layer.full_layers) + [short] * bool(short))
-    conditions += [("matched_random", "matched random set", circuit, s, g, gaps) for s, g in layer.groups]
-    if not layer.groups:
-        conditions.append(("matched_random", "matched random set", circuit, None, None,
-                           f"not possible: {full}"))
-    conditions += [("random_any", "random heads from any layer", circuit, s, g, "") for s, g in anywhere.groups]
-    conditions.append(("upper_bound", "whole layers (upper bound)", circuit, None, upper_bound(spec, n_heads), ""))
-    batch = batch_for(loaded.cfg)
-    try:
-        layout = family_of(model)
-        means = head_means(model, batch, layout=layout, batch_size=batch_size) if mode == "mean" else None
-        rows = []
-        for cond, label, drawn_for, s, heads, note in conditions:
-            scores = {} if heads is None else evaluate(model, batch, heads, mode=mode, means=means, layout=layout,
-                                                       batch_size=batch_size)
-            rows.append({"condition": cond, "label": label, "drawn_for": drawn_for, "seed": s,
-                         "n_ablated": sum(len(h) for h in (heads or {}).values()),
-                         "heads": " ".join(labels(heads or {})), "n": batch.n, **scores, "note": note})
-    finally:
-        del model
-        free_memory()
-    out = pd.DataFrame(rows).reindex(columns=ABLATION_TABLE_COLUMNS)
-    out["seed"] = out["seed"].astype("Int64")
-    return binomial_intervals(out, "acc_top1", "n"), ""
+    out, why = ablate_final_circuit(panel, table, config=config, threshold=threshold, groups=groups, seed=seed,
+                                    mode=mode, batch_size=batch_size, device=device)
+    if out is None:
+        return None, why
+    return binomial_intervals(out.reindex(columns=ABLATION_TABLE_COLUMNS), "acc_top1", "n"), ""
 
 
 def published_ablation(published, model: str, *, task: str = "induction") -> pd.DataFrame:
@@ -218,15 +181,22 @@ def _top1(row) -> str:
 
 def ablation_summary(ab: pd.DataFrame) -> pd.DataFrame:
     """The ablation table for reading: one row per condition, key columns first (what was zeroed, which set a
-    control belongs to, how many heads, top-1 with its 95% interval); random groups as their mean (Wilson interval
-    of the mean on the batch) with the range over the groups and their seeds."""
+    control belongs to, how many heads, top-1 with its 95% interval); random groups as their mean, its interval
+    over the groups (`sources.ablate.control_interval`: the spread between groups, which a Wilson interval on the
+    mean count would hide), with the range over the groups and their seeds."""
     from circuitdev.analysis.uncertainty import binomial_intervals
+    from circuitdev.sources.ablate import control_interval
 
     rows = []
     for (cond, label, drawn_for), g in ab.groupby(["condition", "label", "drawn_for"], sort=False, dropna=False):
         done = g[g["acc_top1"].notna()]
-        mean = binomial_intervals(pd.DataFrame({"acc_top1": [done["acc_top1"].mean()], "n": [g["n"].iloc[0]]}),
+        n = g["n"].iloc[0]
+        mean = binomial_intervals(pd.DataFrame({"acc_top1": [done["acc_top1"].mean()], "n": [n]}),
                                   "acc_top1", "n").iloc[0] if len(done) else None
+        if len(done) > 1:  # the mean of random groups: its interval over the groups
+            lo, hi = control_interval((done["acc_top1"].to_numpy(dtype=float) * n).round(), int(n), None)
+            mean = mean.copy()
+            mean["acc_top1_lo"], mean["acc_top1_hi"] = lo, hi
         if len(g) > 1:
             seeds = g["seed"].dropna().astype(int)
             which = (f"{len(g)} distinct groups (seeds {seeds.min()}–{seeds.max()}); top-1 from "
@@ -292,10 +262,12 @@ def _groups(g: pd.DataFrame) -> str:
 
 
 def necessity(over: pd.DataFrame, recall: pd.DataFrame) -> dict:
-    """When the final circuit becomes necessary -- the first revision whose top-1 drop's 95% interval lies above
-    0 (`ModelPage.over_training`) -- and whether it is at the revisions where the screen finds it: F4's recall of
-    the final circuit (`findings.circuit_recall`), first > 0 (one head at the threshold) and first = 1 (all)."""
-    need = over["top1_drop_lo"].to_numpy(dtype=float) > 0
+    """When the final circuit becomes necessary -- the first revision whose EXCESS drop's 95% interval lies above 0
+    (excess_drop: the circuit's top-1 drop minus the random control groups' mean drop, `sources.ablate`; a drop
+    against no ablation alone only says what zeroing it costs) -- and whether it is at the revisions where the
+    screen finds it: F4's recall of the final circuit (`findings.circuit_recall`), first > 0 (one head at the
+    threshold) and first = 1 (all). `over`: `ModelPage.over_training`."""
+    need = over["excess_drop_lo"].to_numpy(dtype=float) > 0 if "excess_drop_lo" in over else np.zeros(len(over), bool)
     at = lambda i: over.iloc[int(i)]  # noqa: E731
     first = int(need.argmax()) if need.any() else None
     out = {"necessary": None if first is None else at(first), "stays": bool(first is not None and need[first:].all()),
@@ -308,18 +280,21 @@ def necessity(over: pd.DataFrame, recall: pd.DataFrame) -> dict:
 
 
 def necessity_text(nec: dict, *, threshold: float) -> str:
-    """`necessity` in sentences."""
+    """`necessity` in sentences: "necessary" against the random groups (the excess drop), "costs" against no
+    ablation."""
     from circuitdev.book.display import fmt_tokens_b
 
-    points = lambda r: (f"drop {100 * r['top1_drop']:.1f} points, 95% interval "  # noqa: E731
-                        f"{100 * r['top1_drop_lo']:.1f} to {100 * r['top1_drop_hi']:.1f}")
+    points = lambda r: (f"{100 * r['excess_drop']:.1f} points beyond the random groups' drop, 95% interval "  # noqa: E731
+                        f"{100 * r['excess_drop_lo']:.1f} to {100 * r['excess_drop_hi']:.1f}; zeroing it costs "
+                        f"{100 * r['top1_drop']:.1f} points of top-1")
     first = nec["necessary"]
     if first is None:
         out = [f"At none of the {nec['n_revisions']} revisions does zeroing the final circuit lower top-1 by more "
-               "than the batch's noise (no drop interval lies above 0): the circuit is never shown necessary."]
+               "than zeroing random groups of as many heads, beyond the noise (no excess-drop interval lies above "
+               "0): the circuit is never shown necessary."]
     else:
         out = [f"The circuit becomes necessary at {first['revision']} ({fmt_tokens_b(first['tokens_b'])} tokens), "
-               f"the first revision whose drop in top-1 lies above 0 ({points(first)})"
+               f"the first revision whose drop in top-1 beyond the random groups' lies above 0 ({points(first)})"
                + (", and stays necessary at every later revision." if nec["stays"] else
                   f"; it is necessary at {nec['n_necessary']} of the {nec['n_revisions']} revisions.")]
     for key, what in (("first_head", f"one of its heads at ≥ {threshold:g}×"),
@@ -329,7 +304,7 @@ def necessity_text(nec: dict, *, threshold: float) -> str:
             continue
         revision, row = nec[key]
         state = ("it is not in the ablation table" if row is None else
-                 f"the circuit is {'already' if row['top1_drop_lo'] > 0 else 'not yet'} necessary there "
+                 f"the circuit is {'already' if row['excess_drop_lo'] > 0 else 'not yet'} necessary there "
                  f"({points(row)})")
         out.append(f"The screen first finds {what} at {revision} (F4's recall); {state}.")
     return " ".join(out)

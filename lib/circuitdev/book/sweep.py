@@ -9,7 +9,10 @@ Each point keeps what it was computed from in `out/<point>/point.json`: every pa
 normalised), the page source's sha256 and the identity of the folders it read (probe records and the authors'
 files: each file's path, size and modification time, hashed). A sweep resumes: a point whose record matches is
 reused, any other (other fixed parameters, an edited page, new records or files, a run that never finished) is
-recomputed. Duplicate values run once (`10` and `10.0` are one point).
+recomputed. Duplicate values run once (`10` and `10.0` are one point). A relative folder parameter (`results_dir`,
+`published_dir`, `data_dir`) means what it means to the page -- relative to the kernel's working directory (`cwd`,
+default the repository) -- and is made absolute before the point's inputs are checked and the page runs, so the
+check and the page read the same folder wherever the sweep is started from.
 
 Grid syntax (`parse_grid`): `KEY=V1,V2,...`, each value YAML; commas inside brackets or quotes do not split, so a
 list-valued parameter sweeps as `sources=[published],[toy,measured]` (two points).
@@ -34,6 +37,19 @@ from circuitdev.book.execute import check_output, check_page_parameters, execute
 from circuitdev.errors import ConfigError
 
 POINT_FILE = "point.json"
+FOLDER_PARAMETERS = ("results_dir", "published_dir", "data_dir")
+
+
+def absolute_folders(parameters: dict[str, Any], base: Path) -> dict[str, Any]:
+    """`parameters` with each relative folder parameter made absolute against `base` (the kernel's working
+    directory: where the page would resolve it); "none" and empty values stay."""
+    out = dict(parameters)
+    for key in FOLDER_PARAMETERS:
+        value = out.get(key)
+        if isinstance(value, str) and value.strip() and value.strip().lower() not in ("none", "null"):
+            path = Path(value).expanduser()
+            out[key] = str(path if path.is_absolute() else (Path(base) / path).resolve())
+    return out
 
 
 def split_values(text: str) -> list[str]:
@@ -99,10 +115,15 @@ def folder_identity(folder: Path | None) -> str:
     if not folder.is_dir():
         return "absent"
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not _bookkeeping(p)):
         st = path.stat()
         digest.update(f"{path.relative_to(folder)}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def _bookkeeping(path: Path) -> bool:
+    """A folder lock (`circuitdev.locks`: rewritten by every run that writes) or a temporary file: not data."""
+    return path.name.startswith(".") and path.name.endswith((".lock", ".tmp"))
 
 
 def point_inputs(source: Path, parameters: dict[str, Any], folders: BuildFolders | None,
@@ -176,10 +197,13 @@ def sweep(source: Path, grid: dict[str, list[Any]], out: Path, *, fixed: dict[st
         raise ConfigError(f"{sorted(clash)} given both as a grid and as a fixed parameter")
     out = Path(out)
     check_output(out / "summary.csv")
-    fixed = check_page_parameters(source, fixed)
+    from circuitdev.paths import REPO_ROOT
+
+    base = Path(cwd) if cwd is not None else REPO_ROOT  # where the page resolves a relative folder
+    fixed = absolute_folders(check_page_parameters(source, fixed), base)
     points, seen = [], set()
     for values in itertools.product(*grid.values()):  # every point checked before the first one runs
-        checked = check_page_parameters(source, {**fixed, **dict(zip(grid, values))})
+        checked = absolute_folders(check_page_parameters(source, {**fixed, **dict(zip(grid, values))}), base)
         point = {k: checked[k] for k in grid}
         if _key(point) in seen:
             log(f"{point_id(point)}: given twice, runs once")

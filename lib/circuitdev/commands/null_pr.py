@@ -40,8 +40,17 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from circuitdev.commands.ablate import check_job_options
+    from circuitdev.errors import ConfigError
     from circuitdev.sources.null_pr import null_pr_over_training
 
+    check_job_options(args)  # before any model loads: exit 2 with the cause
+    if args.draws < 1:
+        raise ConfigError(f"--draws must be >= 1 random batches, got {args.draws}")
+    if args.n is not None and args.n < 2:
+        raise ConfigError(f"--n must be >= 2 random sequences (a PR over one row is 1 whatever the head), got {args.n}")
+    if not 0 <= args.seed <= 2**32 - 1 - args.draws:
+        raise ConfigError(f"--seed must lie in [0, 2**32 - 1 - draws] (numpy's RandomState seeds), got {args.seed}")
     panel, out = panel_and_results(args)
     run_ = null_pr_over_training(panel, results_dir=out, n_draws=args.draws, n=args.n, seed=args.seed,
                                  revisions=args.revision, batch_size=args.batch_size, device=args.device,

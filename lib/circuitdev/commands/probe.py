@@ -82,6 +82,18 @@ def panel_and_results(args):
     return load_panel(args.panel, results_dir=out), out
 
 
+def check_output_folder(out: Path, panel: str) -> None:
+    """The results folder and the panel's folder in it are folders (or can be made): ConfigError otherwise, with
+    the fix; an OSError of the machine (read-only, permission, disk) reaches the CLI as exit 2 with its fix."""
+    from circuitdev.errors import ConfigError
+
+    for folder, what in ((out, "--out"), (out / panel, f"the panel's folder {panel}/ in --out")):
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"{what}: {folder} is a file, not a folder; give --out a folder (records go to "
+                              f"<out>/{panel}/<revision>.parquet)")
+    (out / panel).mkdir(parents=True, exist_ok=True)
+
+
 def parse_sets(items: list[str]) -> dict:
     from circuitdev.errors import ConfigError
 
@@ -128,6 +140,10 @@ def run(args) -> int:
     fields.update({k: v for k, v in explicit.items() if v is not None})
     config = panel.probe_config(**fields)
     revs = panel.select(args.revision)
+    check_output_folder(Path(out), panel.name)  # before any model loads: a bad --out fails in a second, not later
+    from circuitdev.sources.loading import resolve_device
+
+    resolve_device(config.device)
     print(f"probe {panel.name}: {len(revs)} revision(s), configuration {config.config_hash()}, dtype {config.dtype}, "
           f"-> {Path(out) / panel.name}")
     results = probe_panel(panel, revisions=args.revision, config=config, results_dir=out, force=args.force,

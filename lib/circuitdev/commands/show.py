@@ -75,8 +75,12 @@ def run(args) -> int:
         if revision is None:
             if args.sidecar:
                 raise ConfigError("--sidecar needs a --revision")
-            table = PanelRecords(results, panel.name, panel).read(on_missing="skip").table
-            summary = revision_summary(table)
+            read = PanelRecords(results, panel.name, panel).read(on_missing="skip")
+            if read.missing:  # never a silent gap: the summary below lacks these rows (none at all: read raised)
+                print(f"circuitdev show: note: {len(read.missing)} of {len(panel.revisions)} revisions left out, no "
+                      f"usable record: {_some(read.missing)}; compute them with `circuitdev probe --panel "
+                      f"{args.panel} --out {results}`", file=sys.stderr)
+            summary = revision_summary(read.table)
             refined = {r.name for r in refined_revisions(results, panel.name)}
             if refined:  # the revisions `circuitdev refine` added to the panel's own grid
                 summary.insert(2, "refined", summary["revision"].isin(refined).map({True: "yes", False: ""}))
@@ -102,6 +106,10 @@ def run(args) -> int:
               f"configuration {meta['config_hash']}, {meta.get('dtype')} on {meta.get('device')}, "
               f"{len(table)} heads)")
     return _emit(table[cols], args, pd)
+
+
+def _some(items, shown: int = 4) -> str:
+    return "; ".join(items[:shown]) + (f"; and {len(items) - shown} more" if len(items) > shown else "")
 
 
 def _emit(frame, args, pd) -> int:

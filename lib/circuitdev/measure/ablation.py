@@ -3,11 +3,16 @@
 A head set is a spec `{layer: [heads]}`. Zero ablation (the paper's only mode) sets the head's slice of the output
 projection's input to 0 at every position; mean ablation (a variant) sets it to the head's mean output over the
 evaluation batch and positions, which keeps the residual stream's scale.
+
+`circuit_conditions` is the one place a circuit's control groups are drawn (no ablation, the circuit, matched random
+groups, any-layer groups, whole layers): `circuitdev ablate`, the model pages and the ablation over training all
+take their rows from it. `condition_outcomes` scores any number of head sets in the same batched forwards.
 """
 
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
 from typing import Literal
@@ -21,6 +26,7 @@ from nnsight import NNsight
 from circuitdev.measure.batch import InductionBatch
 from circuitdev.measure.capture import as_token_tensor, chunks, envoy
 from circuitdev.errors import ConfigError
+from circuitdev.measure.classify import spec_labels
 from circuitdev.measure.families import Layout, family_of
 from circuitdev.schema import MATCHED_RANDOM_SEED, AblationMode
 
@@ -60,6 +66,169 @@ def head_means(model: torch.nn.Module, batch: InductionBatch, *, layout: Layout,
     return (total / ids.numel()).float()
 
 
+@dataclass(frozen=True)
+class QueryOutcomes:
+    """Per sequence at the query, for one condition: what `metrics` and the ablation tables reduce."""
+
+    correct: torch.Tensor  # (N,) bool: the top-1 token is the target B
+    top5: torch.Tensor  # (N,) bool: the target is among the top 5
+    loss: torch.Tensor  # (N,) fp32 cross-entropy of the target
+    logit_b: torch.Tensor  # (N,) fp32 logit of the target
+
+
+def condition_outcomes(
+    model: torch.nn.Module,
+    batch: InductionBatch,
+    specs: list[HeadSpec],
+    *,
+    mode: AblationMode = "zero",
+    means: torch.Tensor | None = None,
+    layout: Layout | None = None,
+    batch_size: int = 8,
+    logits: bool = False,
+) -> list[QueryOutcomes] | list[torch.Tensor]:
+    """Every head set of `specs` ablated on the whole batch, all conditions in the same batched forwards.
+
+    Per block of `batch_size` sequences: one unablated forward (the `{}` condition's logits, and the input of every
+    layer a condition first ablates at, kept); then the conditions stacked (condition-major) in chunks of
+    `batch_size` rows, those that first ablate at the same layer together. A per-row head mask replaces each
+    ablated head's slice of W_O's input (0, or its mean for mode "mean") through a forward pre-hook -- rows whose
+    condition leaves a layer alone pass through `torch.where` unchanged -- and the layers below a chunk's first
+    ablated layer are not run again: they return the kept input of that layer. Only the query's logits are computed
+    (`logits_to_keep`, the query being the last position). Equal, bit for bit on CPU, to one condition at a time
+    (tests/test_ablation_batched.py). Returns one QueryOutcomes per spec, or with `logits=True` the (N, V) fp32
+    logits at the query per spec."""
+    layout = layout or family_of(model)
+    specs = [check_spec(s or {}, layout) for s in specs]
+    if mode not in ("zero", "mean"):
+        raise ConfigError(f"unknown ablation mode {mode!r}; use 'zero' (the paper) or 'mean'")
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    if mode == "mean" and any(specs) and means is None:
+        means = head_means(model, batch, layout=layout, batch_size=batch_size)
+    ids = as_token_tensor(batch.tokens, model)
+    L, dev = layout.n_layers, ids.device
+    keep = torch.ones(len(specs), L, layout.n_heads, dtype=torch.bool)  # (C, L, H): False where a head is ablated
+    for c, spec in enumerate(specs):
+        for layer, heads in spec.items():
+            keep[c, layer, heads] = False
+    first = [min(spec) if spec else L for spec in specs]  # the first layer a condition changes (L: none)
+    shared = sorted({f for f in first if 0 < f < L})  # layers whose unablated input the conditions reuse
+    keep_last = batch.query == ids.shape[1] - 1  # the usual case: only the last position's logits are computed
+
+    def query_logits_of(rows_ids: torch.Tensor) -> torch.Tensor:  # (B, V) fp32
+        output = model(input_ids=rows_ids, logits_to_keep=1 if keep_last else 0)
+        return output.logits[:, -1 if keep_last else batch.query].float().cpu()
+
+    out: list[list[torch.Tensor]] = [[] for _ in specs]
+    with _HeadMask(model, layout, keep, mode, means) as mask, torch.no_grad():
+        for block in chunks(ids.shape[0], batch_size):
+            seqs = torch.arange(block.start, block.stop)
+            todo, kept = list(range(len(specs))), {}
+            if shared or L in first:  # the unablated forward: the `{}` rows and the shared layers' inputs
+                mask.rows = keep[:0].new_ones(len(seqs), L, layout.n_heads)
+                with mask.keeping(shared, kept):
+                    plain = query_logits_of(ids[seqs.to(dev)])
+                for c in [c for c in todo if first[c] == L]:
+                    out[c].append(plain)
+                todo = [c for c in todo if first[c] != L]
+            for f in sorted({first[c] for c in todo}):
+                conds = torch.tensor([c for c in todo if first[c] == f])
+                for sl in chunks(len(conds) * len(seqs), batch_size):
+                    rows = torch.arange(sl.start, sl.stop)
+                    cond, local = conds[rows // len(seqs)], rows % len(seqs)
+                    mask.rows = keep[cond]
+                    with mask.reusing(f, kept[f][local.to(dev)] if f in kept else None):
+                        lq = query_logits_of(ids[seqs[local].to(dev)])
+                    for c in cond.unique().tolist():
+                        out[c].append(lq[cond == c])
+    per_spec = [torch.cat(parts) for parts in out]
+    if logits:
+        return per_spec
+    target = torch.as_tensor(np.asarray(batch.target), dtype=torch.long)
+    return [_outcomes(lq, target) for lq in per_spec]
+
+
+class _HeadMask:
+    """`condition_outcomes`' hooks: a forward pre-hook on W_O of every layer some condition ablates, writing 0 (or
+    the head's mean) where the current rows' mask (`rows`, (B, L, H) bool) is False; `keeping` keeps the output of
+    chosen layers of a forward, `reusing` stands `_Reuse` in for the layers below a first ablated layer."""
+
+    def __init__(self, model, layout: Layout, keep: torch.Tensor, mode: str, means: torch.Tensor | None):
+        self.model, self.layout, self.keep, self.mode, self.means = model, layout, keep, mode, means
+        self.rows: torch.Tensor | None = None
+        self.stack = model.get_submodule(layout.layer_path(0).rsplit(".", 1)[0])  # the decoder layers' ModuleList
+        self.originals = list(self.stack)
+
+    def _pre_hook(self, layer: int):
+        H, dh = self.layout.n_heads, self.layout.head_dim
+        fill = None if self.mode == "zero" else self.means[layer].reshape(1, 1, H, dh)
+
+        def pre_hook(module, args):
+            z = args[0]  # (B, T, H * d_head)
+            b = z.shape[0]
+            m = self.rows[:, layer].to(z.device).reshape(b, 1, H, 1)
+            other = torch.zeros((), dtype=z.dtype, device=z.device) if fill is None else fill.to(z)
+            return (torch.where(m, z.reshape(b, z.shape[1], H, dh), other).reshape(z.shape), *args[1:])
+
+        return pre_hook
+
+    def __enter__(self) -> "_HeadMask":
+        touched = [layer for layer in range(self.layout.n_layers) if not bool(self.keep[:, layer].all())]
+        self.handles = [self.model.get_submodule(self.layout.out_proj_path(layer)).register_forward_pre_hook(
+            self._pre_hook(layer)) for layer in touched]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self.handles:
+            h.remove()
+        for layer, module in enumerate(self.originals):
+            self.stack[layer] = module
+
+    @contextmanager
+    def keeping(self, layers: list[int], kept: dict[int, torch.Tensor]):
+        """kept[f] = the output of layer f - 1 (the input of layer f) in the forward run inside the block."""
+        saves = [self.originals[f - 1].register_forward_hook(
+            lambda mod, args, output, f=f: kept.__setitem__(f, output.clone())) for f in layers]
+        try:
+            yield
+        finally:
+            for h in saves:
+                h.remove()
+
+    @contextmanager
+    def reusing(self, first: int, value: torch.Tensor | None):
+        """Layers 0 .. first - 1 replaced by `_Reuse(value)` (no-op when value is None) for the forward inside."""
+        if value is not None:
+            for layer in range(first):
+                self.stack[layer] = _Reuse(value if layer == first - 1 else None)
+        try:
+            yield
+        finally:
+            for layer in range(first):
+                self.stack[layer] = self.originals[layer]
+
+
+class _Reuse(torch.nn.Module):
+    """Stands in for a decoder layer below a chunk's first ablated layer: returns the kept output of the unablated
+    forward (the layer just below the ablated one), or its input unchanged (the layers under that, whose result it
+    overrides) -- so those layers are computed once per block of sequences, not once per condition."""
+
+    def __init__(self, value: torch.Tensor | None):
+        super().__init__()
+        self.value = value
+
+    def forward(self, hidden_states, *args, **kwargs):
+        return hidden_states if self.value is None else self.value
+
+
+def _outcomes(logits: torch.Tensor, target: torch.Tensor) -> QueryOutcomes:
+    top5 = logits.topk(min(5, logits.shape[-1]), dim=-1).indices
+    return QueryOutcomes(correct=top5[:, 0] == target, top5=(top5 == target[:, None]).any(-1),
+                         loss=F.cross_entropy(logits, target, reduction="none"),
+                         logit_b=logits[torch.arange(len(target)), target])
+
+
 def query_logits(
     model: torch.nn.Module,
     batch: InductionBatch,
@@ -70,45 +239,26 @@ def query_logits(
     layout: Layout | None = None,
     batch_size: int = 8,
 ) -> torch.Tensor:
-    """(N, V) fp32 logits at the query with the heads of `spec` ablated (none: bit-identical to a plain forward)."""
-    layout = layout or family_of(model)
-    spec = check_spec(spec or {}, layout)
-    if mode not in ("zero", "mean"):
-        raise ConfigError(f"unknown ablation mode {mode!r}; use 'zero' (the paper) or 'mean'")
-    if mode == "mean" and spec and means is None:
-        means = head_means(model, batch, layout=layout, batch_size=batch_size)
-    ids = as_token_tensor(batch.tokens, model)
-    q, dh = batch.query, layout.head_dim
-    wrapped = NNsight(model)
-    out = []
-    with torch.no_grad():
-        for sl in chunks(ids.shape[0], batch_size):
-            with wrapped.trace(input_ids=ids[sl]):
-                for layer in sorted(spec):
-                    z = envoy(wrapped, layout.out_proj_path(layer)).input  # (B, T, H * d_head)
-                    for h in spec[layer]:
-                        cols = slice(h * dh, (h + 1) * dh)
-                        z[..., cols] = 0 if mode == "zero" else means[layer, cols].to(z.dtype)
-                logits = wrapped.output.logits[:, q].save()  # (B, V)
-            out.append(logits.float().cpu())
-    return torch.cat(out)
+    """(N, V) fp32 logits at the query with the heads of `spec` ablated (none: a plain forward); one condition of
+    `condition_outcomes`."""
+    return condition_outcomes(model, batch, [spec or {}], mode=mode, means=means, layout=layout,
+                              batch_size=batch_size, logits=True)[0]
+
+
+def outcome_metrics(o: QueryOutcomes) -> dict[str, float]:
+    """loss, acc_top1, acc_top5, mean_logit_B of one condition's per-sequence outcomes (as `metrics`)."""
+    return {"loss": float(o.loss.mean()), "acc_top1": float(o.correct.float().mean()),
+            "acc_top5": float(o.top5.float().mean()), "mean_logit_B": float(o.logit_b.mean())}
 
 
 def metrics(logits: torch.Tensor, target) -> dict[str, float]:
     """loss (mean cross-entropy of the target B), acc_top1, acc_top5, mean_logit_B — the paper's four."""
-    target = torch.as_tensor(target)
-    top5 = logits.topk(min(5, logits.shape[-1]), dim=-1).indices
-    return {
-        "loss": float(F.cross_entropy(logits, target)),
-        "acc_top1": float((top5[:, 0] == target).float().mean()),
-        "acc_top5": float((top5 == target[:, None]).any(-1).float().mean()),
-        "mean_logit_B": float(logits[torch.arange(len(target)), target].mean()),
-    }
+    return outcome_metrics(_outcomes(logits.float(), torch.as_tensor(target)))
 
 
 def evaluate(model: torch.nn.Module, batch: InductionBatch, spec: HeadSpec | None = None, **kwargs) -> dict[str, float]:
     """Next-token metrics at the query with `spec` ablated; keyword arguments as `query_logits`."""
-    return metrics(query_logits(model, batch, spec, **kwargs), batch.target)
+    return outcome_metrics(condition_outcomes(model, batch, [spec or {}], **kwargs)[0])
 
 
 def matched_random(spec: HeadSpec, n_heads: int, *, seed: int = MATCHED_RANDOM_SEED) -> HeadSpec:
@@ -199,32 +349,90 @@ def upper_bound(spec: HeadSpec, n_heads: int) -> HeadSpec:
     return {int(layer): list(range(n_heads)) for layer in spec}
 
 
+@dataclass(frozen=True)
+class Condition:
+    """One row of a circuit's ablation: which heads are zeroed and what the row is."""
+
+    condition: str  # baseline | screen (the circuit) | matched_random | random_any | upper_bound
+    label: str  # the heads zeroed, in words
+    drawn_for: str  # the head set a control was drawn for ("" for the baseline and the circuit)
+    seed: int | None  # the draw's seed (random controls)
+    spec: HeadSpec | None  # None: a control that cannot be drawn (the note says why); {}: nothing ablated
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CircuitConditions:
+    """The conditions of a circuit's ablation (`circuit_conditions`): the rows and the control groups they hold."""
+
+    circuit: HeadSpec
+    matched: MatchedGroups  # matched random groups: the circuit's layers and per-layer counts, heads outside it
+    anywhere: MatchedGroups  # as many heads as the circuit, from any layer outside it
+    conditions: list[Condition]
+    note: str  # where the matched groups cannot match the circuit (full or short layers); "" when they can
+
+    def measured(self) -> list[Condition]:
+        """The conditions with heads to evaluate (`spec` not None), in row order."""
+        return [c for c in self.conditions if c.spec is not None]
+
+
+def circuit_conditions(spec: HeadSpec, *, n_layers: int, n_heads: int, n_groups: int,
+                       seed: int = MATCHED_RANDOM_SEED, label: str = "induction circuit",
+                       upper: bool = True) -> CircuitConditions:
+    """THE conditions of a circuit's ablation -- the one place its control groups are drawn, so that `circuitdev
+    ablate`, the model pages and the ablation over training report the same controls. Rows in order: no ablation;
+    the circuit (`label`); up to `n_groups` distinct matched random groups (`matched_random_groups`, scope
+    "layer": its layers and per-layer counts, heads outside it, seeds `seed`, `seed` + 1, ...), or one row with no
+    heads saying why there is none; up to `n_groups` distinct groups of as many heads from any layer outside it
+    (scope "any"); with `upper`, every head of its layers. A layer the circuit fills has no head to draw: the
+    matched rows' note says so (and where a layer holds fewer heads outside than in it) instead of ablating
+    nothing there."""
+    layer = matched_random_groups(spec, n_heads, n_groups, seed=seed)
+    anywhere = matched_random_groups(spec, n_heads, n_groups, seed=seed, scope="any", n_layers=n_layers)
+    full = f"layer(s) {', '.join(map(str, layer.full_layers))} hold no head outside the circuit"
+    short = "; ".join(f"layer {l} holds {outside} head{'s' * (outside != 1)} outside the circuit against {inside} "
+                      f"in it: the control draws {outside} there" for l, (inside, outside) in layer.short_layers.items())
+    note = "; ".join([f"{full}: those layers are left out"] * bool(layer.full_layers) + [short] * bool(short))
+    rows = [Condition("baseline", "no ablation", "", None, {}), Condition("screen", label, "", None, spec)]
+    if spec:
+        rows += [Condition("matched_random", "matched random set", label, s, g, note) for s, g in layer.groups]
+        if not layer.groups:
+            rows.append(Condition("matched_random", "matched random set", label, None, None, f"not possible: {full}"))
+        rows += [Condition("random_any", "random heads from any layer", label, s, g) for s, g in anywhere.groups]
+        if upper:
+            rows.append(Condition("upper_bound", "whole layers (upper bound)", label, None, upper_bound(spec, n_heads)))
+    return CircuitConditions(spec, layer, anywhere, rows, note if spec else "")
+
+
+ABLATION_SUITE_COLUMNS = ["condition", "label", "drawn_for", "seed", "n_ablated", "heads", "spec", "mode", "n",
+                          "acc_top1", "acc_top5", "loss", "mean_logit_B", "note"]
+
+
 def ablation_suite(
     model: torch.nn.Module,
     batch: InductionBatch,
     spec: HeadSpec,
     *,
-    name: str = "screen",
-    random_seeds: tuple[int, ...] = (MATCHED_RANDOM_SEED,),
+    label: str = "induction circuit",
+    n_groups: int = 1,
+    seed: int = MATCHED_RANDOM_SEED,
     mode: AblationMode = "zero",
     batch_size: int = 8,
 ) -> pd.DataFrame:
-    """Baseline, the screened set, matched-random controls (one row per seed) and the upper bound, one row each.
-    `note` says, on the matched-random rows, where the control could not match the set (a layer the set fills
-    gets no random head; see `matched_random_groups` for distinct groups and an any-layer control)."""
+    """A circuit's ablation on `batch`, one row per condition of `circuit_conditions` (ABLATION_SUITE_COLUMNS; a
+    control that cannot be drawn is a row with no scores and a note), all conditions in batched forwards
+    (`condition_outcomes`)."""
     layout = family_of(model)
     spec = check_spec(spec, layout)
+    cc = circuit_conditions(spec, n_layers=layout.n_layers, n_heads=layout.n_heads, n_groups=n_groups, seed=seed,
+                            label=label)
     means = head_means(model, batch, layout=layout, batch_size=batch_size) if mode == "mean" else None
-    conditions: list[tuple[str, HeadSpec, int | None]] = [("baseline", {}, None), (name, spec, None)]
-    conditions += [("matched_random", matched_random(spec, layout.n_heads, seed=s), s) for s in random_seeds]
-    conditions.append(("upper_bound", upper_bound(spec, layout.n_heads), None))
-    full = [layer for layer, heads in spec.items() if len(set(heads)) >= layout.n_heads]
-    short = [layer for layer, heads in spec.items() if 2 * len(set(heads)) > layout.n_heads and layer not in full]
-    note = "; ".join([f"layer(s) {full} hold no head outside the set: no random head there"] * bool(full)
-                     + [f"layer(s) {short} hold fewer heads outside the set than in it: count capped"] * bool(short))
-    rows = []
-    for cond, heads, seed in conditions:
-        scores = evaluate(model, batch, heads, mode=mode, means=means, layout=layout, batch_size=batch_size)
-        rows.append({"condition": cond, "seed": seed, "n_ablated": n_heads_in(heads), "spec": heads, "mode": mode,
-                     **scores, "note": note if cond == "matched_random" else ""})
-    return pd.DataFrame(rows)
+    outcomes = iter(condition_outcomes(model, batch, [c.spec for c in cc.measured()], mode=mode, means=means,
+                                       layout=layout, batch_size=batch_size))
+    rows = [{"condition": c.condition, "label": c.label, "drawn_for": c.drawn_for, "seed": c.seed,
+             "n_ablated": n_heads_in(c.spec or {}), "heads": " ".join(spec_labels(c.spec)), "spec": c.spec or {},
+             "mode": mode, "n": batch.n, **(outcome_metrics(next(outcomes)) if c.spec is not None else {}),
+             "note": c.note} for c in cc.conditions]
+    out = pd.DataFrame(rows).reindex(columns=ABLATION_SUITE_COLUMNS)
+    out["seed"] = out["seed"].astype("Int64")
+    return out

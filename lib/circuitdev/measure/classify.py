@@ -98,6 +98,11 @@ def heads_of(table: pd.DataFrame, mask: pd.Series) -> LayerToHead:
     return spec
 
 
+def spec_labels(spec: dict[int, list[int]] | None) -> list[str]:
+    """["L1H2", ...] of a head set {layer: [heads]}, in (layer, head) order: how tables and sidecars name it."""
+    return [f"L{layer}H{head}" for layer in sorted(spec or {}) for head in sorted((spec or {})[layer])]
+
+
 def sink_rate(mass_first: np.ndarray | pd.Series, *, epsilon: float = 0.3) -> float:
     """Gu et al. (2025): the share of heads whose mean attention on position 0 exceeds epsilon."""
     if not 0 < epsilon < 1:

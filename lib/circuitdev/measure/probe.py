@@ -18,7 +18,7 @@ import torch
 from circuitdev.measure.batch import InductionBatch, induction_batch, repeated_batch
 from circuitdev.measure.behaviour import Behaviour, SequenceBehaviour, summarise
 from circuitdev.measure.bootstrap import bootstrap_selectivities, percentile_interval
-from circuitdev.measure.capture import Capture, as_token_tensor, capture, prefix_pass, trace_layers
+from circuitdev.measure.capture import Capture, as_token_tensor, capture, chunks, prefix_pass
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.measure.families import Layout, family_of
 from circuitdev.schema import HEAD_CLASSES, sel_column
@@ -174,24 +174,55 @@ def null_pr(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int
     """(L, H) PR of each head at the last position of `n` sequences of uniform random ids in [0, vocab_size)
     (RandomState(seed), length config.seq_len) -- the PR null of method reference §3 (the authors: final checkpoint,
     N = 2000). `first_token`: an id put at position 0 of every sequence (the toy panels' BOS, `first_token_id`, as
-    their probe batch has it); None, the paper's, leaves it random. `sources.null_pr` calls it at every revision."""
+    their probe batch has it); None, the paper's, leaves it random. One draw of `null_prs`."""
+    return null_prs(model, config, n=n, seeds=[seed], first_token=first_token)[0]
+
+
+def null_prs(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int = 2000, seeds: list[int],
+             first_token: int | None = None) -> np.ndarray:
+    """(D, L, H): `null_pr` for each seed of `seeds` (one random batch per seed), all draws through the same
+    forwards: the batches stacked, chunks of config.batch_size rows, W_O's input at the last position read by a
+    forward pre-hook, the forward stopped there (the last MLP and the logits are not computed; `sources.null_pr`
+    calls it at every revision)."""
     config = config or ProbeConfig()
     layout = family_of(model)
     vocab = model.get_input_embeddings().num_embeddings
-    ids = np.random.RandomState(seed).randint(0, vocab, size=(n, config.seq_len))
-    if first_token is not None:
-        ids[:, 0] = first_token
+    draws = []
+    for seed in seeds:
+        ids = np.random.RandomState(seed).randint(0, vocab, size=(n, config.seq_len))
+        if first_token is not None:
+            ids[:, 0] = first_token
+        draws.append(ids)
+    ids = as_token_tensor(np.concatenate(draws), model)
     q, H, dh = config.seq_len - 1, layout.n_heads, layout.head_dim
-    rows: list[torch.Tensor] = []
+    z: list[list[torch.Tensor]] = [[] for _ in range(layout.n_layers)]  # per layer, per chunk (B, H, dh)
 
-    def per_layer(weights: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"z": z[:, q].float().reshape(z.shape[0], H, dh)}
+    def hook_for(layer: int):
+        def pre_hook(module, args):
+            z[layer].append(args[0][:, q].float().reshape(args[0].shape[0], H, dh).cpu())
+            if layer == layout.n_layers - 1:
+                raise _Done  # nothing after the last W_O input is needed: its MLP and the logits are skipped
+        return pre_hook
 
-    for _, saved in trace_layers(model, as_token_tensor(ids, model), per_layer, layout=layout,
-                                 batch_size=config.batch_size):
-        rows.append(torch.stack(saved["z"], dim=1).cpu())  # (B, L, H, dh)
-    z = torch.cat(rows)  # (N, L, H, dh)
-    return participation_ratios(z.permute(1, 2, 0, 3))
+    handles = [model.get_submodule(layout.out_proj_path(layer)).register_forward_pre_hook(hook_for(layer))
+               for layer in range(layout.n_layers)]
+    try:
+        with torch.no_grad():
+            for sl in chunks(ids.shape[0], config.batch_size):
+                try:
+                    model(input_ids=ids[sl])
+                except _Done:
+                    pass
+    finally:
+        for h in handles:
+            h.remove()
+    heads = torch.stack([torch.cat(parts) for parts in z], dim=1)  # (D * n, L, H, dh)
+    per_draw = heads.reshape(len(seeds), n, *heads.shape[1:])  # (D, n, L, H, dh)
+    return np.stack([participation_ratios(d.permute(1, 2, 0, 3)) for d in per_draw])
+
+
+class _Done(Exception):
+    """Raised by `null_prs`' last hook to end a forward once everything it reads is read."""
 
 
 def layout_of(model: torch.nn.Module) -> Layout:

@@ -20,33 +20,38 @@ necessary -- and whether it already is at the revision where the screen first fi
 File: <results>/<panel>/ablation_over_training.parquet, one row per revision (ABLATION_COLUMNS), and its sidecar
 ablation_over_training.json (FORMAT): the circuit, threshold, final revision, the records' config hash, the random
 groups with their seeds, per revision the identity of what was measured (the record's parquet sha256 and the weights'
-identity), and the parquet's sha256. Rewritten atomically after every revision, so an interrupted run resumes; rows
-are recomputed when the circuit, the groups, the configuration or their revision's record changed. Intervals: Wilson
-(`behaviour.wilson_interval`, n = the batch's N) for ablated_top1 and for the mean random_top1; random_top1_min / _max
-give the spread over the groups. `store.load_revision_table` merges the rows that match the current records.
+identity), and the parquet's sha256. Rewritten atomically after every revision (`panel_table.run_panel_table`, the
+job runner `null-pr` shares), so an interrupted run resumes; rows are recomputed when the circuit, the groups, the
+configuration or their revision's record changed. The conditions are `measure.ablation.circuit_conditions`' (the
+controls `circuitdev ablate` and the model pages report), all of a revision in the same batched forwards.
+
+Intervals: Wilson (`behaviour.wilson_interval`, n = the batch's N) for ablated_top1; for a control's mean top-1 a t
+interval over its groups (`control_interval`: the spread between groups, which dominates), min / max beside it.
+"Necessary" is judged against a control, not against no ablation: excess_drop = top1_drop minus the control's mean
+drop (the matched groups, or the any-layer ones where the circuit fills its layers: sidecar `excess_control`), with
+an interval combining the control's and the circuit's (`excess_interval`). top1_drop alone says what zeroing the
+circuit costs in top-1. `store.load_revision_table` merges the rows that match the current records.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-from circuitdev.errors import DataError
-from circuitdev.measure.classify import heads_of, is_class
+from circuitdev.errors import ConfigError
+from circuitdev.measure.classify import heads_of, is_class, spec_labels
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.paths import results_dir as default_results_dir
-from circuitdev.sources.panel_table import (PanelTablePaths, panel_table_paths, read_panel_table,
-                                            record_identity, records_config, remove_interrupted_writes,
-                                            write_panel_table)
+from circuitdev.sources.panel_table import (PanelTablePaths, PanelTableRun, panel_table_paths, read_panel_table,
+                                            record_identity, records_config, run_panel_table)
 from circuitdev.sources.panels import Panel
 from circuitdev.sources.records import PanelRecords, RecordSet
 
-FORMAT = "circuitdev.ablation_over_training/1"
+FORMAT = "circuitdev.ablation_over_training/2"  # /2: excess_drop, intervals over groups
 STEM = "ablation_over_training"
 DEFAULT_RANDOM_GROUPS = 10  # matched random groups per revision (fewer when fewer distinct ones exist)
 
@@ -58,8 +63,8 @@ def _control_columns(prefix: str, what: str) -> dict[str, str]:
         f"n_{prefix}_heads": f"heads per {what} group",
         f"n_{prefix}": f"distinct {what} groups evaluated",
         f"{prefix}_top1": f"top-1 with a {what} group zero-ablated, mean over the groups",
-        f"{prefix}_top1_lo": f"lower end of {prefix}_top1's 95% Wilson interval (n = the batch's N)",
-        f"{prefix}_top1_hi": f"upper end of {prefix}_top1's 95% Wilson interval",
+        f"{prefix}_top1_lo": f"lower end of {prefix}_top1's 95% interval over the groups (`control_interval`)",
+        f"{prefix}_top1_hi": f"upper end of {prefix}_top1's 95% interval over the groups",
         f"{prefix}_top1_min": f"lowest top-1 over the {what} groups",
         f"{prefix}_top1_max": f"highest top-1 over the {what} groups",
         f"{prefix}_loss_b": f"loss of B with a {what} group zero-ablated, mean over the groups",
@@ -76,9 +81,14 @@ ABLATION_COLUMNS: dict[str, str] = {
     "ablated_top1_lo": "lower end of ablated_top1's 95% Wilson interval (n = the batch's N)",
     "ablated_top1_hi": "upper end of ablated_top1's 95% Wilson interval",
     "ablated_loss_b": "loss of B with the final circuit zero-ablated",
-    "top1_drop": "baseline_top1 - ablated_top1: how much top-1 needs the circuit",
+    "top1_drop": "baseline_top1 - ablated_top1: what zeroing the circuit costs in top-1 (against no ablation)",
     **_control_columns("random", "matched random (same layers and counts)"),
     **_control_columns("random_any", "random (same count, any layer)"),
+    "excess_drop": "top1_drop minus the control's mean drop (= control top-1 - ablated_top1); the control: matched "
+                   "random, or any-layer where no matched group exists (sidecar: excess_control)",
+    "excess_drop_lo": "lower end of excess_drop's 95% interval: the control's interval over groups and the circuit's "
+                      "Wilson interval combined (Newcombe; `excess_interval`)",
+    "excess_drop_hi": "upper end of excess_drop's 95% interval",
 }
 _INT_COLUMNS = ("n_circuit", *(f"n_{p}{end}" for p in CONTROLS for end in ("", "_heads")))
 
@@ -88,11 +98,6 @@ AblationPaths = PanelTablePaths  # the table and its sidecar (sources.panel_tabl
 
 def ablation_paths(results_dir: str | os.PathLike, panel: str) -> AblationPaths:
     return panel_table_paths(results_dir, panel, STEM)
-
-
-def labels(spec: dict[int, list[int]]) -> list[str]:
-    """["L1H2", ...] in (layer, head) order."""
-    return [f"L{layer}H{head}" for layer in sorted(spec) for head in sorted(spec[layer])]
 
 
 def final_circuit(table: pd.DataFrame, threshold: float) -> tuple[str, dict[int, list[int]]]:
@@ -118,7 +123,7 @@ def with_ablation(revisions: pd.DataFrame, read: RecordSet) -> pd.DataFrame:
     if found is not None:
         table, meta = found
         final, spec = final_circuit(read.table, meta["threshold"])
-        if meta["config_hash"] == read.config_hash and (final, labels(spec)) == (meta["final_revision"],
+        if meta["config_hash"] == read.config_hash and (final, spec_labels(spec)) == (meta["final_revision"],
                                                                                   meta["circuit"]):
             current = {rev: record_identity(m) for rev, m in read.sidecars.items()}
             rows = table[[_same(meta["revisions"].get(rev), current.get(rev)) for rev in table["revision"]]]
@@ -134,28 +139,24 @@ def _same(measured: dict | None, current: dict | None) -> bool:
     return current is not None and measured == current
 
 
-@dataclass(frozen=True)
-class AblationRun:
-    table: pd.DataFrame  # ABLATION_COLUMNS, one row per revision in token order
-    sidecar: dict
-    paths: AblationPaths
-    computed: tuple[str, ...]  # revisions evaluated by this call
-    kept: tuple[str, ...]  # revisions whose stored row still held
+_DTYPES = {c: "object" if c == "revision" else "int64" if c in _INT_COLUMNS else "float64" for c in ABLATION_COLUMNS}
 
 
 def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None = None,
                          n_random: int = DEFAULT_RANDOM_GROUPS, threshold: float | None = None,
                          batch_size: int | None = None, device: str | None = None, force: bool = False,
-                         progress: bool = True, log: Callable[[str], None] | None = None) -> AblationRun:
+                         progress: bool = True, log: Callable[[str], None] | None = None) -> PanelTableRun:
     """Evaluate the final induction circuit's ablation at every probed revision of `panel` (as `load_panel(NAME,
     results_dir=...)` returns it) and store the table (module docstring). Every revision must have a complete
     record (`circuitdev probe` first). Resumes: only rows that are missing or no longer match are computed, unless
-    `force`. One checkpoint is in memory at a time."""
-    from tqdm.auto import tqdm
-
-    from circuitdev.measure.ablation import matched_random_groups
+    `force`. One checkpoint is in memory at a time, and all its conditions run in the same batched forwards."""
+    from circuitdev.measure.ablation import circuit_conditions
     from circuitdev.measure.probe import batch_for
 
+    if n_random < 1:
+        raise ConfigError(f"n_random must be >= 1 random groups, got {n_random}")
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1 sequences per forward pass, got {batch_size}")
     say = log or (lambda msg: None)
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     read = PanelRecords(root, panel.name, panel).read(on_missing="raise")
@@ -164,93 +165,111 @@ def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None 
     batch = batch_for(cfg)
     final, spec = final_circuit(read.table, threshold)
     n_layers, n_heads = int(read.table["layer"].max()) + 1, int(read.table["head"].max()) + 1
-    controls = {prefix: matched_random_groups(spec, n_heads, n_random, scope=scope, n_layers=n_layers)
-                for prefix, scope in CONTROLS.items()} if spec else {}
+    cc = circuit_conditions(spec, n_layers=n_layers, n_heads=n_heads, n_groups=n_random, upper=False)
+    controls = {"random": cc.matched, "random_any": cc.anywhere} if spec else {}
+    excess = ("random" if cc.matched.groups else "random_any" if cc.anywhere.groups else None) if spec else None
     header = {"format": FORMAT, "panel": panel.name, "config_hash": read.config_hash, "threshold": threshold,
-              "final_revision": final, "circuit": labels(spec), "n": cfg.n}
+              "final_revision": final, "circuit": spec_labels(spec), "n": cfg.n, "excess_control": excess}
     for prefix, groups in controls.items():
-        header.update({f"{prefix}_groups": [{"seed": s, "heads": labels(g)} for s, g in groups.groups],
+        header.update({f"{prefix}_groups": [{"seed": s, "heads": spec_labels(g)} for s, g in groups.groups],
                        f"{prefix}_possible": groups.possible})
-    if "random" in controls:
-        header["random_full_layers"] = controls["random"].full_layers
-        header["random_short_layers"] = {str(k): list(v) for k, v in controls["random"].short_layers.items()}
+    if spec:
+        header["random_full_layers"] = cc.matched.full_layers
+        header["random_short_layers"] = {str(k): list(v) for k, v in cc.matched.short_layers.items()}
     if not spec:
         say(f"{panel.name}: no head reaches induction selectivity >= {threshold:g}x at {final}: nothing to ablate; "
             "the table holds the baseline only")
-    elif controls["random"].full_layers:
-        say(f"{panel.name}: layer(s) {controls['random'].full_layers} hold no head outside the circuit: the matched "
-            f"random groups have {controls['random'].n_heads} head(s), not {sum(len(h) for h in spec.values())} "
-            "(random_any draws them from any layer)")
-    identities = {rev: record_identity(meta) for rev, meta in read.sidecars.items()}
-    rows: dict[str, dict] = {}
-    stored = None if force else read_ablation_over_training(root, panel.name)
-    if stored is not None and {k: stored[1].get(k) for k in header} == header:
-        for row in stored[0].to_dict("records"):
-            if _same(stored[1]["revisions"].get(row["revision"]), identities.get(row["revision"])):
-                rows[row["revision"]] = row
-    kept = tuple(rev for rev in read.sidecars if rev in rows)
-    paths = ablation_paths(root, panel.name)
-    todo = [rev for rev in read.sidecars if rev not in rows]
-    remove_interrupted_writes(paths)
-    table, meta = _write(paths, header, rows, identities, list(read.sidecars)) if not todo else (None, None)
-    for rev in tqdm(todo, desc=f"ablate {panel.name}", unit="revision", disable=not progress):
-        rows[rev] = _evaluate_revision(panel, rev, batch, cfg, spec, controls)
-        table, meta = _write(paths, header, rows, identities, list(read.sidecars))
-    return AblationRun(table, meta, paths, tuple(todo), kept)
+    elif cc.note:
+        say(f"{panel.name}: matched random groups of {cc.matched.n_heads} head(s), not "
+            f"{sum(len(h) for h in spec.values())}: {cc.note} (random_any draws them from any layer)")
+    return run_panel_table(
+        ablation_paths(root, panel.name), header=header, sidecars=read.sidecars, columns=_DTYPES,
+        evaluate=lambda rev: pd.DataFrame([_evaluate_revision(panel, rev, batch, cfg, spec, controls, excess)]),
+        force=force, progress=progress, desc=f"ablate {panel.name}")
 
 
-def _evaluate_revision(panel: Panel, revision: str, batch, cfg: ProbeConfig, spec, controls: dict) -> dict:
-    """One row of ABLATION_COLUMNS: load the checkpoint, score the baseline, the circuit and each control group."""
-    import torch
+def control_interval(ks: np.ndarray, n: int, possible: int | None, level: float = 0.95) -> tuple[float, float]:
+    """95% interval of a control's mean top-1 over its G groups (`ks`: each group's correct count of n): a t
+    interval over the groups, mean +- t(G-1) s / sqrt(G), with the finite-population factor sqrt(1 - G / possible)
+    (the groups are distinct draws from `possible` ones; None: not known, no factor). Where that spread is not
+    estimable -- every possible group evaluated, or a single group -- the Wilson interval of the mean count on n,
+    the batch's own noise."""
+    from circuitdev.measure.behaviour import wilson_interval
 
-    from circuitdev.measure.ablation import query_logits
-    from circuitdev.measure.behaviour import query_outcome, wilson_interval
-    from circuitdev.measure.families import family_of
-    from circuitdev.sources.loading import free_memory, load_revision, resolve_device
+    ks = np.asarray(ks, dtype=np.float64)
+    g = len(ks)
+    mean = float(ks.mean()) / n
+    if g >= 2 and (possible is None or g < possible):
+        fpc = 1.0 if possible is None else np.sqrt(1 - g / possible)
+        half = t_quantile(0.5 + level / 2, g - 1) * float(ks.std(ddof=1)) / n / np.sqrt(g) * fpc
+        return max(0.0, mean - half), min(1.0, mean + half)
+    lo, hi = wilson_interval(float(ks.mean()), n, level=level)
+    return float(lo), float(hi)
 
-    model = load_revision(panel, revision, dtype=cfg.dtype, device=resolve_device(cfg.device), progress=False)
-    layout = family_of(model)
-    target = torch.as_tensor(batch.target)
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile (0.5 <= p < 1; scipy is not a dependency): the density integrated by Simpson's rule on
+    a fine grid, the quantile by bisection (to 1e-9; t(0.975, 9) = 2.2622)."""
+    import math
+
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def cdf(x: float) -> float:
+        u = np.linspace(0.0, x, 4001)
+        f = c * (1 + u * u / df) ** (-(df + 1) / 2)
+        return 0.5 + float((u[1] - u[0]) / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum()))
+
+    lo, hi = 0.0, 1000.0
+    while hi - lo > 1e-9:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def excess_interval(control: float, control_lo: float, control_hi: float, circuit: float, circuit_lo: float,
+                    circuit_hi: float) -> tuple[float, float, float]:
+    """(excess_drop, lo, hi): control top-1 minus the circuit's ablated top-1 (= the circuit's drop minus the
+    control's), its interval combining the control's (over groups) and the circuit's (Wilson) by Newcombe's hybrid
+    rule, as `analysis.uncertainty.difference_interval` (a later stage, so written out here):
+        lo = d - sqrt((control - control_lo)^2 + (circuit_hi - circuit)^2), hi likewise with the other ends."""
+    d = control - circuit
+    return (d, float(d - np.hypot(control - control_lo, circuit_hi - circuit)),
+            float(d + np.hypot(control_hi - control, circuit - circuit_lo)))
+
+
+def _evaluate_revision(panel: Panel, revision: str, batch, cfg: ProbeConfig, spec, controls: dict,
+                       excess: str | None) -> dict:
+    """One row of ABLATION_COLUMNS: one load; the baseline, the circuit and every control group in the same
+    batched forwards (`measure.ablation.condition_outcomes`)."""
+    from circuitdev.measure.ablation import condition_outcomes
+    from circuitdev.measure.behaviour import wilson_interval
+    from circuitdev.sources.loading import loaded_revision, resolve_device
+
+    specs = [{}, *([spec] if spec else []), *(g for p in CONTROLS if p in controls for _, g in controls[p].groups)]
+    with loaded_revision(panel, revision, dtype=cfg.dtype, device=resolve_device(cfg.device),
+                         progress=False) as model:
+        outcomes = condition_outcomes(model, batch, specs, batch_size=cfg.batch_size)
+    scored = [(int(o.correct.sum()), float(o.loss.double().mean())) for o in outcomes]
     n, nan = batch.n, float("nan")
-
-    def score(heads) -> tuple[int, float]:  # (correct sequences, mean loss of B)
-        out = query_outcome(query_logits(model, batch, heads, layout=layout, batch_size=cfg.batch_size), target)
-        return int(out["correct"].sum()), float(out["loss"].double().mean())
-
-    big = sum(p.numel() for p in model.parameters()) > 10_000_000
-    try:
-        k0, loss0 = score({})
-        k1, loss1 = score(spec) if spec else (nan, nan)
-        scored = {prefix: [score(g) for _, g in controls[prefix].groups] if prefix in controls else []
-                  for prefix in CONTROLS}
-    finally:
-        del model
-        if big:  # as probe_panel: a full collection only where a real model's memory is at stake
-            free_memory()
+    (k0, loss0), rest = scored[0], scored[1:]
+    (k1, loss1), rest = (rest[0], rest[1:]) if spec else ((nan, nan), rest)
     lo, hi = wilson_interval(k1, n)
     row = {"revision": revision, "n_circuit": sum(len(h) for h in spec.values()), "baseline_top1": k0 / n,
            "baseline_loss_b": loss0, "ablated_top1": k1 / n, "ablated_top1_lo": float(lo), "ablated_top1_hi": float(hi),
            "ablated_loss_b": loss1, "top1_drop": (k0 - k1) / n}
-    for prefix, results in scored.items():
+    for prefix in CONTROLS:
+        g = len(controls[prefix].groups) if prefix in controls else 0
+        results, rest = rest[:g], rest[g:]
         ks = np.array([k for k, _ in results], dtype=np.float64)
-        k_mean = float(ks.mean()) if len(ks) else nan
-        lo, hi = wilson_interval(k_mean, n)
+        k_mean = float(ks.mean()) if g else nan
+        lo, hi = control_interval(ks, n, controls[prefix].possible) if g else (nan, nan)
         row.update({f"n_{prefix}_heads": controls[prefix].n_heads if prefix in controls else 0,
-                    f"n_{prefix}": len(results), f"{prefix}_top1": k_mean / n, f"{prefix}_top1_lo": float(lo),
-                    f"{prefix}_top1_hi": float(hi), f"{prefix}_top1_min": float(ks.min()) / n if len(ks) else nan,
-                    f"{prefix}_top1_max": float(ks.max()) / n if len(ks) else nan,
-                    f"{prefix}_loss_b": float(np.mean([l for _, l in results])) if results else nan,
+                    f"n_{prefix}": g, f"{prefix}_top1": k_mean / n, f"{prefix}_top1_lo": lo, f"{prefix}_top1_hi": hi,
+                    f"{prefix}_top1_min": float(ks.min()) / n if g else nan,
+                    f"{prefix}_top1_max": float(ks.max()) / n if g else nan,
+                    f"{prefix}_loss_b": float(np.mean([l for _, l in results])) if g else nan,
                     f"{prefix}_drop": (k0 - k_mean) / n})
+    row.update(dict(zip(("excess_drop", "excess_drop_lo", "excess_drop_hi"), excess_interval(
+        row[f"{excess}_top1"], row[f"{excess}_top1_lo"], row[f"{excess}_top1_hi"], row["ablated_top1"],
+        row["ablated_top1_lo"], row["ablated_top1_hi"]) if excess else (nan, nan, nan))))
     return row
-
-
-def _write(paths: AblationPaths, header: dict, rows: dict[str, dict], identities: dict, order: list[str]
-           ) -> tuple[pd.DataFrame, dict]:
-    """The table (rows in token order) and its sidecar, parquet first, sidecar last (atomic each)."""
-    table = pd.DataFrame([rows[r] for r in order if r in rows], columns=list(ABLATION_COLUMNS))
-    for col in ABLATION_COLUMNS:
-        if col != "revision":
-            table[col] = table[col].astype("int64" if col in _INT_COLUMNS else "float64")
-    meta = {**header, "complete": all(r in rows for r in order),
-            "revisions": {r: identities[r] for r in order if r in rows}}
-    return table, write_panel_table(paths, table, meta)

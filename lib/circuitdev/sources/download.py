@@ -8,6 +8,7 @@ answering halfway, is given up on at the deadline. The error names the fault and
     http         the server answered with an HTTP error (404: it has no such file at that commit)
     timeout      no complete file by the deadline (a slow, trickling or hanging server)
     dropped      the connection closed or was reset before the announced length arrived
+    oversize     more bytes than the manifest pins (`max_bytes`): reading stops there, memory stays bounded
 
 `url_template()` reads $CIRCUITDEV_PUBLISHED_URL (default: the authors' raw files on GitHub) and checks it before
 anything is downloaded: the fields `{commit}` and `{repo_path}` and nothing else, an http(s) or file URL.
@@ -32,7 +33,11 @@ FIELDS = ("commit", "repo_path")
 SCHEMES = ("http", "https", "file")
 CHUNK = 1 << 16  # bytes per read: one socket read each, so the deadline is checked between them
 
-Fault = Literal["unreachable", "http", "timeout", "dropped"]
+Fault = Literal["unreachable", "http", "timeout", "dropped", "oversize"]
+
+
+class Oversize(Exception):
+    """Raised by the transfer when a body runs past its pinned size."""
 
 
 class DownloadError(DataError):
@@ -71,8 +76,18 @@ def _fix(kind: Fault, status: int | None = None) -> str:
         return (f"the mirror in {URL_ENV} lacks this file at the pinned commit: it must serve each file at "
                 "<commit>/<repo_path> as the manifest pins them" if mirror else
                 "the authors' repository no longer serves it at the pinned commit: use `--from DIR` with a copy")
+    if kind == "http" and status is not None and 300 <= status < 400:  # urllib gives up on a loop: waiting won't help
+        return (f"the server redirects in a loop or to nowhere: check the address in {URL_ENV}" if mirror else
+                "the server redirects in a loop or to nowhere: use `--from DIR` with a copy")
+    if kind == "http" and status is not None and 400 <= status < 500:
+        return (f"the server refuses the request: check the address in {URL_ENV}, or use `--from DIR` with a copy"
+                if mirror else "the server refuses the request; use `--from DIR` with a copy")
     if kind == "http":
         return "the server failed; try again later, or use `--from DIR` with a copy"
+    if kind == "oversize":
+        return ("the server sends more than the pinned file (a wrong file or a broken mirror); nothing was written: "
+                f"check the mirror in {URL_ENV}, or use `--from DIR` with a copy" if mirror else
+                "the server sends more than the pinned file; nothing was written: use `--from DIR` with a copy")
     if kind == "timeout":
         return "the server is too slow or stopped answering; try again, raise --timeout, or use `--from DIR`"
     return "the connection broke off; try again, or use `--from DIR` with a copy"
@@ -82,6 +97,8 @@ def classify(url: str, err: BaseException, timeout: float, received: int = 0,
              expected: int | None = None) -> DownloadError:
     """The DownloadError for an exception met while downloading `url` (`received` of `expected` bytes so far)."""
     of = f" of {expected}" if expected is not None else ""
+    if isinstance(err, Oversize):
+        return DownloadError(url, "oversize", str(err), _fix("oversize"))
     if isinstance(err, urllib.error.HTTPError):
         return DownloadError(url, "http", f"HTTP {err.code} {err.reason}", _fix("http", err.code))
     reason = err.reason if isinstance(err, urllib.error.URLError) else err
@@ -99,8 +116,9 @@ def classify(url: str, err: BaseException, timeout: float, received: int = 0,
     return DownloadError(url, "unreachable", f"{reason}", _fix("unreachable"))
 
 
-def download(url: str, timeout: float) -> bytes:
-    """The body at `url`, all of it within `timeout` seconds, or a DownloadError naming the fault.
+def download(url: str, timeout: float, max_bytes: int | None = None) -> bytes:
+    """The body at `url`, all of it within `timeout` seconds, or a DownloadError naming the fault. `max_bytes`:
+    the pinned size; a body announced or found longer is refused as soon as that is known (never read whole).
 
     The transfer runs in a worker thread (socket reads bounded by `timeout` too); this thread waits for it until
     the deadline, so neither slow headers nor a trickled body outlast it. A worker past its deadline stops at its
@@ -115,6 +133,9 @@ def download(url: str, timeout: float) -> bytes:
             with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (checked template)
                 length = response.headers.get("Content-Length")
                 state["expected"] = int(length) if length and length.isdigit() else None
+                if max_bytes is not None and state["expected"] is not None and state["expected"] > max_bytes:
+                    raise Oversize(f"the server announces {state['expected']} bytes, more than the pinned "
+                                   f"{max_bytes} bytes of the manifest")
                 read = getattr(response, "read1", response.read)
                 chunks = []
                 while not stop.is_set():
@@ -123,6 +144,9 @@ def download(url: str, timeout: float) -> bytes:
                         break
                     chunks.append(chunk)
                     state["received"] += len(chunk)
+                    if max_bytes is not None and state["received"] > max_bytes:
+                        raise Oversize(f"more than the pinned {max_bytes} bytes of the manifest (stopped reading "
+                                       f"after {state['received']})")
                 if state["expected"] is not None and state["received"] < state["expected"]:
                     raise http.client.IncompleteRead(b"", state["expected"] - state["received"])
                 state["body"] = b"".join(chunks)

@@ -9,7 +9,12 @@ names another manifest (a mirror that pins other files; the tests' fixture mirro
 - `fetch_published` makes a folder hold every manifest file, all or nothing: the files not already right are
   downloaded (or, with `from_dir`, copied) into a staging folder beside it (`.<name>.staging`), each verified
   against its sha256, and moved in only when all of them are. A failure raises and leaves the folder as it was; a
-  kill leaves at most the staging folder, which the next run removes. Only the manifest's files are touched: a
+  kill leaves at most the staging folder, which the next run removes. The staging folder lies on the folder's own
+  filesystem (inside it when the folder is a mount point; a symlinked folder is staged beside its target), and a
+  move that still crosses filesystems is a copy then a rename. A failure while moving files in (disk full,
+  read-only) moves back what was moved: the folder is as it was. Each download stops past the manifest's size.
+  The folder's lock (`circuitdev.locks`) is held throughout: a second fetch or ensure waits for the first, then
+  finds the files in place. Only the manifest's files are touched: a
   user's README or notes stay, and a manifest file with other content is kept beside the new one
   (`<file>.replaced-<sha8>`, named in the result), never deleted.
 - `ensure_published` is the same, but never raises for a failed download: it returns (complete, one-line message)
@@ -21,8 +26,10 @@ names another manifest (a mirror that pins other files; the tests' fixture mirro
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import http.client
+import inspect
 import os
 import shutil
 from dataclasses import dataclass
@@ -32,7 +39,8 @@ from typing import Callable
 import pandas as pd
 
 from circuitdev.atomic import sha256_of, write_atomic
-from circuitdev.errors import CircuitdevError, ConfigError, DataError
+from circuitdev.errors import CircuitdevError, ConfigError, DataError, os_error_fix
+from circuitdev.locks import folder_lock
 from circuitdev.paths import REPO_ROOT, published_dir
 from circuitdev.sources.download import RAW_URL, URL_ENV, DownloadError, classify, url_template
 from circuitdev.sources.download import download as _download
@@ -136,9 +144,20 @@ def is_complete(directory: str | os.PathLike, *, manifest: list[ManifestEntry] |
 # -------------------------------------------------------------------------------------------- stage, then swap in
 
 
+STAGING_INSIDE = ".circuitdev-staging"
+
+
 def staging_dir(to: Path) -> Path:
-    """Where a fetch gathers files before they move in: `.<name>.staging` beside the folder."""
-    return to.parent / f".{to.name}.staging"
+    """Where a fetch gathers files before they move in: `.<name>.staging` beside the folder (its real path: a
+    symlinked folder is staged beside its target), or `.circuitdev-staging` inside it when the folder is a mount
+    point (its parent is another filesystem), so that moving a file in is a rename, not a copy."""
+    real = Path(os.path.realpath(to))
+    try:
+        if real.is_dir() and os.stat(real).st_dev != os.stat(real.parent).st_dev:
+            return real / STAGING_INSIDE
+    except OSError:
+        pass
+    return real.parent / f".{real.name}.staging"
 
 
 def _get(entry: ManifestEntry, from_dir: Path | None, timeout: float, download: Download) -> tuple[bytes, str]:
@@ -146,12 +165,25 @@ def _get(entry: ManifestEntry, from_dir: Path | None, timeout: float, download: 
         src = from_dir / entry.local_path
         if not src.is_file():
             raise DataError(f"{src}: missing from the local copy {from_dir}; it should hold {entry.local_path}")
+        size = src.stat().st_size
+        if size != entry.bytes:  # checked before reading: a wrong (maybe huge) file is never read whole
+            raise DataError(f"{src}: {size} bytes where the manifest pins {entry.bytes} for {entry.repo_path}@"
+                            f"{entry.commit[:8]}; not copied (another version of the file, or a wrong folder)")
         return src.read_bytes(), str(src)
     url = entry.url
     try:
+        if "max_bytes" in _parameters(download):
+            return download(url, timeout, max_bytes=entry.bytes), url
         return download(url, timeout), url
     except (OSError, http.client.HTTPException) as err:  # a downloader of one's own (tests) may raise these
         raise classify(url, err, timeout) from err
+
+
+def _parameters(fn) -> tuple[str, ...]:
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ()
 
 
 def _verify(entry: ManifestEntry, data: bytes, origin: str) -> None:
@@ -166,18 +198,63 @@ def _stage_one(staging: Path, entry: ManifestEntry, data: bytes) -> None:
     write_atomic(staging / entry.local_path, data)
 
 
-def _swap_in(to: Path, staging: Path, entry: ManifestEntry) -> str | None:
-    """Move one staged file into `to`; a file it replaces (other content) is kept beside it. Returns that name."""
+def _stage(staging: Path, entry: ManifestEntry, data: bytes, to: Path) -> None:
+    try:
+        _stage_one(staging, entry, data)
+    except OSError as err:  # the folder's disk, not the download: say so
+        raise DataError(f"cannot stage {entry.local_path} for {to} in {staging}: {err.strerror or err}; nothing "
+                        f"was moved into {to}. {os_error_fix(err, staging)}") from None
+
+
+def _move(src: Path, dest: Path) -> None:
+    """A rename; across filesystems (a staging folder that could not lie beside), a copy beside `dest`, then a
+    rename, then the source removed."""
+    try:
+        os.replace(src, dest)
+    except OSError as err:
+        if err.errno != errno.EXDEV:
+            raise
+        tmp = dest.with_name(f".{dest.name}.p{os.getpid()}.cross.tmp")
+        try:
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dest)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        src.unlink()
+
+
+def _swap_in(to: Path, staging: Path, entry: ManifestEntry, undo: list | None = None) -> str | None:
+    """Move one staged file into `to`; a file it replaces (other content) is kept beside it. Returns that name.
+    `undo` collects what puts the folder back (`_roll_back`)."""
     dest = to / entry.local_path
     kept = None
     if dest.is_file():
         aside = dest.with_name(f"{dest.name}.replaced-{sha256_of(dest)[:8]}")
         if not aside.exists():
             os.replace(dest, aside)
+            if undo is not None:
+                undo.append(("restore", dest, aside))
+        elif undo is not None:
+            undo.append(("copy", dest, aside))  # the same content is already kept aside
         kept = str(aside.relative_to(to))
+    elif undo is not None:
+        undo.append(("remove", dest, None))
     dest.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(staging / entry.local_path, dest)
+    _move(staging / entry.local_path, dest)
     return kept
+
+
+def _roll_back(undo: list) -> None:
+    """Put back what `_swap_in` changed, last first: the files it moved in go, the files it kept aside return."""
+    for action, dest, aside in reversed(undo):
+        if action == "restore":
+            if aside.is_file():
+                os.replace(aside, dest)
+        elif action == "copy":
+            shutil.copyfile(aside, dest)
+        else:
+            dest.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -209,20 +286,30 @@ def fetch_published(to_dir: str | os.PathLike | None = None, *, from_dir: str | 
     if to.exists() and not to.is_dir():
         raise DataError(f"{to} is a file, not a folder; name a folder with --to")
     entries = manifest if manifest is not None else read_manifest()
-    table = check_published(to, manifest=entries)
-    status = dict(zip(table["local_path"], table["status"]))
-    todo = [e for e in entries if status[e.local_path] != "ok"]
-    staging = staging_dir(to)
-    shutil.rmtree(staging, ignore_errors=True)  # what a killed run left
-    try:
-        for entry in todo:
-            data, origin = _get(entry, source, timeout, download)
-            _verify(entry, data, origin)
-            _stage_one(staging, entry, data)
-        replaced = [kept for entry in todo if (kept := _swap_in(to, staging, entry))]
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    to.mkdir(parents=True, exist_ok=True)
+    with folder_lock(to, what="published folder"):  # a second fetch waits, then finds the files in place
+        table = check_published(to, manifest=entries)
+        status = dict(zip(table["local_path"], table["status"]))
+        todo = [e for e in entries if status[e.local_path] != "ok"]
+        staging = staging_dir(to)
+        shutil.rmtree(staging, ignore_errors=True)  # what a killed run left (under the lock: no live run's)
+        try:
+            for entry in todo:
+                data, origin = _get(entry, source, timeout, download)
+                _verify(entry, data, origin)
+                _stage(staging, entry, data, to)
+            replaced, undo = [], []
+            try:
+                for entry in todo:
+                    if kept := _swap_in(to, staging, entry, undo):
+                        replaced.append(kept)
+            except OSError as err:
+                _roll_back(undo)
+                raise DataError(f"cannot move the authors' files into {to}: {err.strerror or err} "
+                                f"({err.filename or to}); {len(undo)} file(s) moved in were moved back, the folder "
+                                f"is as it was. {os_error_fix(err, to)}") from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        to.mkdir(parents=True, exist_ok=True)
     action = "copied" if source is not None else "downloaded"
     done = pd.DataFrame([{"local_path": e.local_path, "action": "present" if status[e.local_path] == "ok" else action}
                          for e in entries], columns=["local_path", "action"])
@@ -254,7 +341,13 @@ def ensure_published(to_dir: str | os.PathLike, *, from_dir: str | os.PathLike |
         entries = manifest if manifest is not None else read_manifest()
         if is_complete(to, manifest=entries):
             return True, f"published: {len(entries)} files in {to}, sha256 verified (nothing to fetch)"
-        done = fetch_published(to, from_dir=from_dir, manifest=entries, timeout=timeout, download=download)
+        if to.exists() and not to.is_dir():
+            raise DataError(f"{to} is a file, not a folder; name a folder with --to")
+        with folder_lock(to, what="published folder"):  # the staging clean-up below is this run's, not another's
+            try:
+                done = fetch_published(to, from_dir=from_dir, manifest=entries, timeout=timeout, download=download)
+            finally:
+                shutil.rmtree(staging_dir(to), ignore_errors=True)
     except Exception as err:  # noqa: BLE001 -- the contract: never fail the build, say why in one line
         why = (f"{err.short} for {err.url}" if isinstance(err, DownloadError) else
                str(err) if isinstance(err, CircuitdevError) else f"{type(err).__name__}: {err}")
@@ -262,8 +355,6 @@ def ensure_published(to_dir: str | os.PathLike, *, from_dir: str | os.PathLike |
                if from_dir is None else f"a complete copy in place of {from_dir}")
         return False, (f"published: not available ({why}); the book is built without the authors' files"
                        f"{_left(to, manifest)} -- add them: {how}")
-    finally:
-        shutil.rmtree(staging_dir(to), ignore_errors=True)
     how = "copied from " + str(from_dir) if from_dir is not None else "downloaded from " + url_template().split("{")[0]
     fetched = int((done.table["action"] != "present").sum())
     kept = f"; kept the replaced file(s) beside them: {', '.join(done.replaced)}" if done.replaced else ""

@@ -3,7 +3,7 @@
 Rules, all enforced here: eager attention by default (the probes need attention probabilities; `sdpa` returns none),
 the panel's dtype unless overridden, the device chosen automatically (CUDA, then Apple MPS, then CPU), weights only
 from safetensors (`use_safetensors=True`) and never `trust_remote_code`. The caller keeps one revision in memory at a
-time: `del model; free_memory()` before loading the next (`circuitdev.sources.run.probe_panel` does).
+time: `with loaded_revision(...) as model:` frees it on leaving the block.
 
 Every failure a user can fix becomes a `ModelUnavailableError` naming the model, the revision and the fix: an offline or
 unreachable hub (populate the HF cache, or use a local-folder panel), a missing local folder (reported as a folder,
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -137,6 +138,24 @@ def check_family(model, panel: Panel) -> None:
                 f"(family {fam.name!r}); fix `family:` in {panel.path or 'the panel file'}"
             )
     family_of(model, panel.family)  # raises ArchitectureError if the module layout does not fit
+
+
+BIG_MODEL_PARAMETERS = 10_000_000  # above this, freeing a model is worth a full collection (~0.5 s)
+
+
+@contextmanager
+def loaded_revision(panel: Panel, revision: str | Revision, **kwargs):
+    """`with loaded_revision(panel, rev, dtype=..., device=...) as model:` -- `load_revision` (same keywords), and on
+    leaving the block its memory released even where a name still holds the model: a real model's weights go to
+    the meta device and `free_memory` runs (a tiny model is simply left to reference counting)."""
+    model = load_revision(panel, revision, **kwargs)
+    try:
+        yield model
+    finally:
+        if sum(p.numel() for p in model.parameters()) > BIG_MODEL_PARAMETERS:
+            model.to("meta")  # drops the weights' storage now, not when the last reference goes
+            del model
+            free_memory()
 
 
 def free_memory() -> None:

@@ -6,8 +6,10 @@ measured (`record_identity`), and last the parquet's sha256, size, rows and colu
 sidecar last (each atomically, the old sidecar removed before the new parquet lands), after every revision, so an
 interrupted run resumes; read back only when the sidecar vouches for the parquet (`read_panel_table`).
 
-Used by the per-revision jobs over a panel: `sources.ablate` (the final circuit ablated at every revision) and
-`sources.null_pr` (each head's PR on random tokens at every revision); each keeps its own columns and header.
+`run_panel_table` is the per-revision job both jobs over a panel run -- `sources.ablate` (the final circuit ablated
+at every revision) and `sources.null_pr` (each head's PR on random tokens at every revision): read what is stored,
+keep the rows whose record (the weights' identity) and settings still hold, compute the others one revision at a
+time and write after each. Each job keeps its own columns, header and per-revision computation.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -79,3 +82,52 @@ def write_panel_table(paths: PanelTablePaths, table: pd.DataFrame, meta: dict) -
                                 "bytes": len(data), "rows": len(table), "columns": list(table.columns)}}
     write_atomic(paths.sidecar, json.dumps(meta, indent=2) + "\n")
     return meta
+
+
+@dataclass(frozen=True)
+class PanelTableRun:
+    table: pd.DataFrame  # the job's columns, revisions in token order
+    sidecar: dict
+    paths: PanelTablePaths
+    computed: tuple[str, ...]  # revisions evaluated by this call
+    kept: tuple[str, ...]  # revisions whose stored rows still held
+
+
+def run_panel_table(paths: PanelTablePaths, *, header: dict, sidecars: dict[str, dict], columns: dict[str, str],
+                    evaluate: Callable[[str], pd.DataFrame], revisions: list[str] | None = None,
+                    extra: Callable[[list[str]], dict] | None = None, force: bool = False, progress: bool = True,
+                    desc: str = "") -> PanelTableRun:
+    """Compute (or resume) a per-revision table: `sidecars` (RecordSet.sidecars: revision -> record sidecar, in token
+    order) are the revisions there are; `revisions` (default all) those to have; `evaluate(revision)` returns a
+    revision's rows (`columns`: name -> dtype). Stored rows are kept when the stored header equals `header`
+    (format and panel included) and their revision's record identity (`record_identity`) is the current one,
+    unless `force`. The table (all revisions with rows, in token order) is written after every revision
+    (`write_panel_table`; `extra(done revisions)` adds fields to the sidecar), so an interrupted run resumes."""
+    from tqdm.auto import tqdm
+
+    identities = {rev: record_identity(meta) for rev, meta in sidecars.items()}
+    order = list(sidecars)
+    wanted = [r for r in order if revisions is None or r in revisions]
+    rows: dict[str, pd.DataFrame] = {}
+    stored = None if force else read_panel_table(paths, fmt=header["format"], panel=header["panel"])
+    if stored is not None and {k: stored[1].get(k) for k in header} == header:
+        for rev, g in stored[0].groupby("revision", sort=False):
+            if rev in identities and stored[1].get("revisions", {}).get(rev) == identities[rev]:
+                rows[rev] = g[list(columns)].reset_index(drop=True)
+    remove_interrupted_writes(paths)
+    kept = tuple(r for r in wanted if r in rows)
+    todo = [r for r in wanted if r not in rows]
+
+    def write() -> tuple[pd.DataFrame, dict]:
+        done = [r for r in order if r in rows]
+        table = pd.concat([rows[r] for r in done], ignore_index=True) if done else pd.DataFrame(columns=list(columns))
+        table = table[list(columns)].astype(columns)
+        meta = {**header, "complete": len(done) == len(order), "revisions": {r: identities[r] for r in done},
+                **(extra(done) if extra else {})}
+        return table, write_panel_table(paths, table, meta)
+
+    table, meta = write()
+    for rev in tqdm(todo, desc=desc, unit="revision", disable=not progress):
+        rows[rev] = evaluate(rev)
+        table, meta = write()
+    return PanelTableRun(table, meta, paths, tuple(todo), kept)

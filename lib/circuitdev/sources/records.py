@@ -185,7 +185,9 @@ class PanelRecords:
                 except (OSError, ValueError, AttributeError):
                     known = None
             weights = weights_identity(self.panel, self.panel.revision(revision), known=known)
-        return record_status(paths, panel=self.name, revision=revision, config_hash=config_hash, weights=weights)
+        model = self.panel.model if self.panel is not None and not self.panel.is_local else None  # a hub id
+        return record_status(paths, panel=self.name, revision=revision, config_hash=config_hash, weights=weights,
+                             model=model)
 
     def status(self, *, config=None) -> pd.DataFrame:
         """One row per revision (refined ones included): revision, step, tokens_b, state, config_hash, reason."""

@@ -15,7 +15,8 @@ import pandas as pd
 
 from circuitdev.atomic import write_atomic
 from circuitdev.errors import DataError
-from circuitdev.sources.panels import Revision
+from circuitdev.locks import folder_lock
+from circuitdev.sources.panels import _NAME_RE, Revision
 
 REFINED_FILE = "refined.yaml"
 REFINED_FORMAT = "circuitdev.refined/1"
@@ -40,6 +41,11 @@ def _entries(results_dir: str | os.PathLike, panel: str) -> list[dict]:
     except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as err:
         raise DataError(f"{path} is not a {REFINED_FORMAT} list of revisions ({err}); fix it or delete it (its "
                         "records stay, but the panel forgets them)") from None
+    for r in entries:  # a name becomes a record's file name: `../other/step1` would write into another panel
+        if not _NAME_RE.match(str(r["name"])):
+            raise DataError(f"{path}: revision name {str(r['name'])!r} is not a plain name (letters, digits, '.', "
+                            "'_' or '-'; it names the record's files in this panel's folder): fix or remove that "
+                            "entry")
     if doc.get("format") != REFINED_FORMAT or doc.get("panel") != panel:
         raise DataError(f"{path} is not the {REFINED_FORMAT} list of panel {panel}; delete it or restore it")
     return entries
@@ -63,12 +69,17 @@ def add_refined(results_dir: str | os.PathLike, panel: str, revision: Revision, 
     """Add one revision to the panel's refined list (atomically; `why`: the refinement step that chose it)."""
     import yaml
 
+    if not _NAME_RE.match(revision.name):
+        raise DataError(f"refine: revision name {revision.name!r} is not a plain name (letters, digits, '.', '_' "
+                        "or '-'); it would name files outside the panel's folder")
     path = refined_path(results_dir, panel)
-    known = _entries(results_dir, panel)
-    if any(r["name"] == revision.name for r in known):
-        return path
-    known.append({"name": revision.name, "tokens": revision.tokens,
-                  **({"step": revision.step} if revision.step is not None else {}), **why})
-    known.sort(key=lambda r: r["tokens"])
-    doc = {"format": REFINED_FORMAT, "panel": panel, "revisions": known}
-    return write_atomic(path, yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
+    # read, add, write under the panel folder's lock: two refine runs never drop each other's revisions
+    with folder_lock(Path(results_dir) / panel, what=f"results folder of panel {panel}"):
+        known = _entries(results_dir, panel)
+        if any(r["name"] == revision.name for r in known):
+            return path
+        known.append({"name": revision.name, "tokens": revision.tokens,
+                      **({"step": revision.step} if revision.step is not None else {}), **why})
+        known.sort(key=lambda r: r["tokens"])
+        doc = {"format": REFINED_FORMAT, "panel": panel, "revisions": known}
+        return write_atomic(path, yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))

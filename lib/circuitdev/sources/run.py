@@ -3,7 +3,7 @@
 The orchestration around the measuring core: load one revision at a time (`loading`), run `measure.probe` on it,
 time it, free its memory, and hand the table with its provenance (device, versions, git commit) to `store`.
 `probe_panel` is what `circuitdev probe` and the pipeline's probe jobs call; `ablate_final_circuit` is the group
-ablation a model page runs on the final checkpoint.
+ablation of the final checkpoint that `circuitdev ablate` prints and a model page shows (the same controls).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, Sequence
+from typing import Callable, Literal
 
 import pandas as pd
 
@@ -23,7 +23,7 @@ from circuitdev.measure.config import ProbeConfig
 from circuitdev.paths import results_dir as default_results_dir
 from circuitdev.runinfo import git_state, package_versions
 from circuitdev.schema import INDUCTION_THRESHOLD, MATCHED_RANDOM_SEED
-from circuitdev.sources.loading import free_memory, load_revision, resolve_device
+from circuitdev.sources.loading import loaded_revision, resolve_device
 from circuitdev.sources.panels import Panel
 from circuitdev.sources.records import PanelRecords
 from circuitdev.sources.store import RecordPaths, clean_temp_files, move_record, record_paths, write_record
@@ -102,15 +102,10 @@ def probe_panel(
         clean_temp_files(paths.folder, rev.name)
         t0 = time.perf_counter()
         dev = resolve_device(cfg.device)
-        model = load_revision(panel, rev, dtype=cfg.dtype, device=dev, progress=progress)
-        weights = loaded_identity(panel, rev, model)
-        t_load = time.perf_counter() - t0
-        fn = probe_fn or _default_probe_fn()
-        result = fn(model, cfg, progress=progress)
-        big = sum(p.numel() for p in model.parameters()) > 10_000_000
-        del model
-        if big:  # a full collection costs ~0.5 s; only worth it when a real model's memory is at stake
-            free_memory()
+        with loaded_revision(panel, rev, dtype=cfg.dtype, device=dev, progress=progress) as model:
+            weights = loaded_identity(panel, rev, model)
+            t_load = time.perf_counter() - t0
+            result = (probe_fn or _default_probe_fn())(model, cfg, progress=progress)
         t_probe = time.perf_counter() - t0 - t_load
         meta = {
             "device": str(dev),
@@ -145,60 +140,56 @@ def _device_name(dev) -> str:
     return platform.processor() or platform.machine()
 
 
-@dataclass
+@dataclass(frozen=True)
 class FinalCircuit:
-    """What an ablation of the final circuit starts from: the last revision, its induction circuit, the records'
-    ProbeConfig (their batch) and that revision's model, loaded once."""
+    """What an ablation of the final circuit starts from: the last revision, its induction circuit and the records'
+    ProbeConfig (their batch)."""
     revision: str
     spec: dict[int, list[int]]  # layer -> heads with sel_induction >= the bar at `revision`
     cfg: ProbeConfig
-    model: object
 
 
-def load_final_circuit(panel: Panel, table: pd.DataFrame, *, config: dict | None, threshold: float, batch_size: int,
-                       device: str | None) -> tuple[FinalCircuit | None, str]:
+def final_circuit_of(panel: Panel, table: pd.DataFrame, *, config: dict | None, threshold: float,
+                     batch_size: int) -> FinalCircuit | None:
     """The final revision's induction circuit of `table` (a panel's developmental table; sources.ablate.final_circuit)
-    and its checkpoint, loaded with the records' ProbeConfig (`config`, batch size `batch_size`). Returns
-    (FinalCircuit, "") or (None, why: no circuit, or no checkpoint here). The caller frees the model (free_memory)."""
+    with the records' ProbeConfig (`config`, batch size `batch_size`); None when no head reaches the bar."""
     from circuitdev.sources.ablate import final_circuit
 
     final, spec = final_circuit(table, threshold)
     if not spec:
-        return None, (f"no head reaches induction selectivity ≥ {threshold:g}× at the final revision, so there is "
-                      "no circuit to ablate")
+        return None
     cfg = panel.probe_config(**{k: v for k, v in (config or {}).items() if k not in ("device", "batch_size")})
-    cfg = cfg.replace(batch_size=batch_size)
-    try:
-        model = load_revision(panel, final, dtype=cfg.dtype, device=None if device in (None, "auto") else device,
-                              progress=False)
-    except (ModelUnavailableError, ConfigError) as err:
-        return None, f"the final checkpoint could not be loaded here: {err}"
-    return FinalCircuit(final, spec, cfg, model), ""
+    return FinalCircuit(final, spec, cfg.replace(batch_size=batch_size))
 
 
 def ablate_final_circuit(panel: Panel, table: pd.DataFrame, *, config: dict | None = None,
-                         threshold: float = INDUCTION_THRESHOLD, seeds: Sequence[int] = (MATCHED_RANDOM_SEED,),
-                         mode: str = "zero", batch_size: int = 8, device: str | None = None
-                         ) -> tuple[pd.DataFrame | None, str]:
-    """Group ablation of the final-revision induction screen (sel_induction >= threshold in `table`, the panel's
-    developmental table) with matched-random (one per seed) and upper-bound controls, on the records' own batch
-    (`config`: their ProbeConfig fields). Loads the final checkpoint: cheap for toy and folder panels, a GPU job for
-    the 1B models. Returns (table, "") or (None, why it could not run)."""
-    loaded, why = load_final_circuit(panel, table, config=config, threshold=threshold, batch_size=batch_size,
-                                     device=device)
-    if loaded is None:
-        return None, why
+                         threshold: float = INDUCTION_THRESHOLD, groups: int = 5, seed: int = MATCHED_RANDOM_SEED,
+                         mode: str = "zero", batch_size: int = 8, device: str | None = None,
+                         strict: bool = False) -> tuple[pd.DataFrame | None, str]:
+    """The final-revision induction circuit (sel_induction >= threshold in `table`, the panel's developmental table)
+    ablated on the records' own batch (`config`: their ProbeConfig fields) beside its controls: the conditions of
+    `measure.ablation.circuit_conditions` (up to `groups` distinct matched random groups and as many any-layer
+    groups, seeds from `seed`; the whole layers), `measure.ablation.ablation_suite`'s columns. What `circuitdev
+    ablate` prints and the model pages show. Loads the final checkpoint: cheap for toy and folder panels, a GPU job
+    for the 1B models. Returns (table, "") or (None, why): no circuit, or (unless `strict`, which raises instead)
+    no checkpoint here."""
+    found = final_circuit_of(panel, table, config=config, threshold=threshold, batch_size=batch_size)
+    if found is None:
+        return None, (f"no head reaches induction selectivity ≥ {threshold:g}× at the final revision, so there is "
+                      "no circuit to ablate")
     from circuitdev.measure.ablation import ablation_suite  # torch and nnsight: imported only when there is work
     from circuitdev.measure.probe import batch_for
 
-    try:
-        out = ablation_suite(loaded.model, batch_for(loaded.cfg), loaded.spec, random_seeds=tuple(seeds), mode=mode,
-                             batch_size=batch_size)
-    finally:
-        loaded.model = None
-        free_memory()
-    out["heads"] = [" ".join(f"L{l}H{h}" for l, hs in sorted(s.items()) for h in hs) for s in out["spec"]]
-    out["label"] = out["condition"]
-    out.loc[out["condition"] == "screen", "label"] = f"induction screen ≥{threshold:g}×"
-    return out[["condition", "label", "seed", "n_ablated", "heads", "acc_top1", "acc_top5", "loss",
-                "mean_logit_B", "note"]], ""
+    from contextlib import ExitStack
+
+    dev = None if device in (None, "auto") else device
+    with ExitStack() as stack:
+        try:
+            model = stack.enter_context(loaded_revision(panel, found.revision, dtype=found.cfg.dtype, device=dev,
+                                                        progress=False))
+        except (ModelUnavailableError, ConfigError) as err:
+            if strict:
+                raise
+            return None, f"the final checkpoint could not be loaded here: {err}"
+        return ablation_suite(model, batch_for(found.cfg), found.spec, label=f"induction circuit (≥ {threshold:g}×)",
+                              n_groups=groups, seed=seed, mode=mode, batch_size=batch_size), ""

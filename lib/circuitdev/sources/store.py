@@ -30,7 +30,11 @@ record has no behaviour (format 1 and 2) or the ablation was not computed.
 Which configuration a record holds: `DIR/<panel>/<revision>.parquet` is always the record of the configuration
 asked for last. A run whose `ProbeConfig.config_hash()` differs from the stored sidecar's moves the stored record to
 `by-config/<old hash>/` and then restores `by-config/<new hash>/` if a valid record is there, else recomputes
-(`move_record` is that one move, both ways). Readers only ever look at the plain path.
+(`move_record` is that one move, both ways). Readers only ever look at the plain path. No record is replaced by
+another: `write_record` first moves a stored record that is not the one being written aside, under a folder that
+says why (`archive_reason`: by-config/<hash>/, by-weights/<sha12>/, by-model/<model>/<hash>/, newer-format/<format>/;
+a record of a newer format is refused by readers as newer, never called corrupt). Every write and move holds the
+panel folder's lock (`panel_lock`, `circuitdev.locks`), so two runs on one folder archive each other's records.
 
 Integrity: the parquet and the side files are written first (temp file + fsync + rename), the sidecar last; the
 sidecar holds the sha256 and row count of each. A record is complete only if the sidecar parses, names this panel /
@@ -63,6 +67,7 @@ import pandas as pd
 from circuitdev import atomic
 from circuitdev.atomic import write_atomic
 from circuitdev.errors import DataError
+from circuitdev.locks import folder_lock
 from circuitdev.sources.panels import Panel, Revision
 # the record's format: re-exported, `from circuitdev.sources.store import RECORD_COLUMNS` (and the rest) stays valid
 from circuitdev.sources.record_format import (BEHAVIOUR_BOOT_COLUMNS, BOOT_COLUMNS, FORMAT, NULL_COLUMNS,  # noqa: F401
@@ -106,7 +111,12 @@ class RecordPaths:
 
 
 def record_paths(results_dir: str | os.PathLike, panel: str, revision: str, config_hash: str | None = None) -> RecordPaths:
-    """Paths of a record; with `config_hash`, of its archived copy under by-config/<hash>/."""
+    """Paths of a record; with `config_hash`, of its archived copy under by-config/<hash>/. A panel or revision
+    name that is not one plain file name (`..`, a slash) is refused: it would reach outside the panel's folder."""
+    for what, name in (("panel", panel), ("revision", revision), ("configuration hash", config_hash)):
+        if name is not None and (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name):
+            raise DataError(f"{what} name {name!r} is not a plain file name; a record's files must stay in its "
+                            "panel's folder: fix the name where it was read (panel file, refined.yaml, --revision)")
     folder = Path(results_dir) / panel
     if config_hash is not None:
         folder = folder / ARCHIVE / config_hash
@@ -120,6 +130,7 @@ class RecordStatus:
     sidecar: dict | None = None
     other_config: bool = False  # stale because it holds another configuration (archive it, maybe restore)
     outdated: str = ""  # complete and readable, but written by an older format: why `probe` refreshes it
+    newer: bool = False  # written by a newer circuitdev: refused by readers, archived (never replaced) by `probe`
 
     @property
     def complete(self) -> bool:
@@ -130,10 +141,22 @@ def _matches(data: bytes, info: dict) -> bool:
     return len(data) == info.get("bytes") and hashlib.sha256(data).hexdigest() == info.get("sha256")
 
 
+def newer_format(value) -> bool:
+    """A record format this circuitdev does not know but a later one wrote ("circuitdev.record/<higher N>")."""
+    prefix = FORMAT.rsplit("/", 1)[0] + "/"
+    if not isinstance(value, str) or not value.startswith(prefix) or value in READABLE_FORMATS:
+        return False
+    try:
+        return int(value[len(prefix):]) > int(FORMAT[len(prefix):])
+    except ValueError:
+        return False
+
+
 def record_status(paths: RecordPaths, *, panel: str, revision: str, config_hash: str | None = None,
-                  weights: dict | None = None) -> RecordStatus:
-    """Check a record without trusting it: missing / corrupt (with the reason) / stale (another configuration, or
-    other weights than `weights`, the current identity of `sources.weights`) / complete."""
+                  weights: dict | None = None, model: str | None = None) -> RecordStatus:
+    """Check a record without trusting it: missing / corrupt (with the reason) / stale (another configuration, a
+    newer record format, another hub `model`, or other weights than `weights`, the current identity of
+    `sources.weights`) / complete."""
     has_parquet, has_sidecar = paths.parquet.is_file(), paths.sidecar.is_file()
     if not has_parquet and not has_sidecar:
         return RecordStatus("missing", "no record")
@@ -141,6 +164,10 @@ def record_status(paths: RecordPaths, *, panel: str, revision: str, config_hash:
         return RecordStatus("corrupt", f"{paths.parquet.name} has no sidecar (interrupted before the sidecar was written)")
     try:
         meta = json.loads(paths.sidecar.read_text())
+        if isinstance(meta, dict) and newer_format(meta.get("format")):
+            return RecordStatus("stale", f"{paths.sidecar.name} was written by a newer circuitdev (format "
+                                f"{meta.get('format')}; this one reads up to {FORMAT}): upgrade circuitdev to read it",
+                                meta, newer=True)
         if not isinstance(meta, dict) or meta.get("format") not in READABLE_FORMATS:
             return RecordStatus("corrupt", f"{paths.sidecar.name} is not a {FORMAT} sidecar")
         info = meta["parquet"]
@@ -160,6 +187,9 @@ def record_status(paths: RecordPaths, *, panel: str, revision: str, config_hash:
                 return RecordStatus("corrupt", f"{side.name} is missing but its sidecar lists it", meta)
             if not _matches(side.read_bytes(), meta[key]):
                 return RecordStatus("corrupt", f"{side.name} does not match the sha256 in its sidecar", meta)
+    if model is not None and meta.get("model") not in (None, model):
+        return RecordStatus("stale", f"measured another model ({meta.get('model')}, now {model}: another panel file "
+                            "of the same name)", meta)
     if config_hash is not None and meta.get("config_hash") != config_hash:
         return RecordStatus("stale", f"holds configuration {meta.get('config_hash')}, not {config_hash}", meta,
                             other_config=True)
@@ -233,8 +263,61 @@ def write_record(
     (n_nulls, L, H) and the `behaviour`'s replicates (a `measure.behaviour.Behaviour`) if given, the sidecar (with
     the sha256 and rows of each, the `weights` identity and the behaviour block) last."""
     paths = record_paths(results_dir, panel.name, revision.name)
+    with panel_lock(results_dir, panel.name):
+        return _write_record(paths, panel, revision, table, config=config, meta=meta, replicates=replicates,
+                             nulls=nulls, weights=weights, behaviour=behaviour)
+
+
+def panel_lock(results_dir: str | os.PathLike, panel: str):
+    """The lock of a panel's results folder (`circuitdev.locks`): held for every write and move of its records, so
+    two runs on one folder archive each other's records instead of overwriting them."""
+    return folder_lock(Path(results_dir) / panel, what=f"results folder of panel {panel}")
+
+
+def archive_reason(meta: dict, panel: Panel, config_hash: str, weights: dict | None) -> Path | None:
+    """Where a stored record that is not the one being written goes (relative to the panel's folder), or None when
+    it may be replaced (the same configuration, model and weights: the record being computed, or its older format):
+    by-config/<hash>/ (another configuration), newer-format/<format>/ (a newer circuitdev's), by-model/<model>/<hash>/
+    (another panel file's hub model), by-weights/<sha12>/ (other weights)."""
+    fmt = meta.get("format")
+    if newer_format(fmt):
+        return Path("newer-format") / _slug(fmt)
+    if not panel.is_local and meta.get("model") not in (None, panel.model):
+        return Path("by-model") / _slug(meta["model"]) / _slug(meta.get("config_hash") or "unknown")
+    if meta.get("config_hash") and meta["config_hash"] != config_hash:
+        return Path(ARCHIVE) / _slug(meta["config_hash"])
+    if isinstance(meta.get("weights"), dict) and weights_differ(meta["weights"], weights):
+        return Path("by-weights") / _slug(str(meta["weights"].get("id"))[:12])
+    return None
+
+
+def _slug(value) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in str(value)).strip(".") or "unknown"
+
+
+def _archive_existing(paths: RecordPaths, panel: Panel, config_hash: str, weights: dict | None) -> Path | None:
+    """Move the stored record aside when it is not the one being written (`archive_reason`); returns where."""
+    if not paths.sidecar.is_file():
+        return None  # missing, or a parquet without sidecar: corrupt, nothing vouches for it
+    try:
+        meta = json.loads(paths.sidecar.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    where = archive_reason(meta, panel, config_hash, weights)
+    if where is None:
+        return None
+    folder = paths.folder / where
+    _move_files(paths, RecordPaths(folder / paths.parquet.name, folder / paths.sidecar.name))
+    return folder
+
+
+def _write_record(paths: RecordPaths, panel: Panel, revision: Revision, table: pd.DataFrame, *, config, meta,
+                  replicates, nulls, weights, behaviour) -> RecordPaths:
     stored = record_table(table, panel, revision, config.config_hash())
     data = parquet_bytes(stored)
+    _archive_existing(paths, panel, config.config_hash(), weights)  # never replace another run's record
     if paths.sidecar.exists():  # an old sidecar must never vouch for the new files, even for a moment
         paths.sidecar.unlink()
     write_atomic(paths.parquet, data)
@@ -305,10 +388,29 @@ def _json_default(value):
     return str(value)
 
 
-def move_record(src: RecordPaths, dst: RecordPaths) -> None:
+def move_record(src: RecordPaths, dst: RecordPaths) -> bool:
     """Move a record with all its files: the destination's sidecar goes first and the source's sidecar last, so
     neither place ever holds a sidecar vouching for files that are not its own. Archiving (plain path ->
-    by-config/<hash>/) and restoring (back) are this one move."""
+    by-config/<hash>/) and restoring (back) are this one move. Under the panel's lock (another run may be
+    writing): a source that another run moved meanwhile is left alone (returns False)."""
+    with folder_lock(_panel_folder(src.folder), what="results folder of a panel"):
+        if not src.sidecar.is_file():
+            return False
+        _move_files(src, dst)
+        return True
+
+
+def _panel_folder(folder: Path) -> Path:
+    """The panel's folder of a record's folder (an archived record lies in <panel>/<kind>/<name>[/<hash>])."""
+    parts = folder.parts
+    if len(parts) > 3 and parts[-3] == "by-model":
+        return Path(*parts[:-3])
+    if len(parts) > 2 and parts[-2] in (ARCHIVE, "newer-format", "by-weights"):
+        return Path(*parts[:-2])
+    return folder
+
+
+def _move_files(src: RecordPaths, dst: RecordPaths) -> None:
     dst.folder.mkdir(parents=True, exist_ok=True)
     dst.sidecar.unlink(missing_ok=True)
     for a, b in zip(src.files[:-1], dst.files[:-1]):

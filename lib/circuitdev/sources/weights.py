@@ -3,10 +3,10 @@
 A panel name can outlive its checkpoints (a toy panel retrained with another recipe, a folder re-saved): the record
 must then be recomputed, not reused. The identity of one revision's weights is, by kind of panel:
 
-- a toy panel (its model folder holds the trainer's `recipe.json`): the recipe's hash -- the same recipe gives the
-  same weights, tensor for tensor (book/toy_recipe.md);
-- any other folder panel: the sha256 of the revision's safetensors files, with their sizes and mtimes so that an
-  unchanged file is not hashed again (the stored identity is reused when they match);
+- a folder panel, toy panels included: the sha256 of the revision's safetensors files, with their sizes and mtimes
+  so that an unchanged file is not hashed again (the stored identity is reused when they match). A toy's recipe
+  hash is not enough: the same recipe retrained with other threads, or a replaced `model.safetensors`, gives other
+  weights. A record that stored only the recipe (before this) is stale: re-probed once to record the sha256;
 - a hub panel: the commit the revision resolved to when it was loaded. Offline, a status check cannot resolve it,
   so hub records are never called stale on this ground.
 """
@@ -14,7 +14,6 @@ must then be recomputed, not reused. The identity of one revision's weights is, 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 from circuitdev.sources.panels import Panel, Revision
@@ -27,12 +26,6 @@ def weights_identity(panel: Panel, revision: Revision, *, known: dict | None = N
     (a hub panel, a missing folder). `known`: a stored identity whose hash is reused when the files are unchanged."""
     if not panel.is_local:
         return None
-    recipe = Path(panel.model) / RECIPE_FILE
-    if recipe.is_file():
-        try:
-            return {"kind": "recipe", "id": str(json.loads(recipe.read_text())["hash"])}
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
     folder = Path(panel.model) / revision.name
     files = sorted(folder.glob("model*.safetensors")) if folder.is_dir() else []
     if not files:
@@ -58,6 +51,9 @@ def loaded_identity(panel: Panel, revision: Revision, model) -> dict | None:
 
 def weights_differ(stored: dict | None, current: dict | None) -> str:
     """Why a record's weights are not the current ones ("" when they are, or when either side is unknown)."""
+    if stored and current and stored.get("kind") == "recipe" and current.get("kind") == "sha256":
+        return ("measured weights known only by their toy recipe, not by content (a retrain or a replaced file "
+                "would go unseen); re-probed to record their sha256")
     if not stored or not current or stored.get("kind") != current.get("kind"):
         return ""
     if stored.get("id") == current.get("id"):

@@ -21,23 +21,29 @@ from circuitdev.errors import ConfigError
 
 __all__ = ["BehaviourMilestone", "BEHAVIOUR_MILESTONES", "behaviour_milestones", "behaviour_specs", "milestone_order"]
 
-BehaviourMeasure = Literal["top1", "icl_score", "top1_drop"]
+BehaviourMeasure = Literal["top1", "icl_score", "top1_drop", "excess_drop_lo"]
 _MEASURES: dict[str, tuple[str, Callable[[float], str]]] = {
     "top1": ("top-1 accuracy at the query (second A → B)", lambda v: f"{100 * v:g}%"),
     "icl_score": ("repeat (copy) score (loss on a random span's first occurrence minus on its repeat)",
                   lambda v: f"{v:g} nat" + ("s" if v != 1 else "")),
     "top1_drop": ("top-1 lost when the final induction circuit is zero-ablated", lambda v: f"{100 * v:g} pp"),
+    # "necessary": the circuit's drop beyond random groups of as many heads (sources.ablate's excess_drop) -- the
+    # lower end of its 95% interval above the level (0: the interval lies above zero)
+    "excess_drop_lo": ("lower end of the 95% interval of the top-1 lost to the final circuit's ablation beyond the "
+                       "random groups' loss", lambda v: f"{100 * v:g} pp"),
 }
+_STRICT = {"excess_drop_lo"}  # reached when the measure exceeds the level (an interval above 0), not when it equals
 
 
-_LABELS = {"top1": "top-1", "icl_score": "repeat (copy) score", "top1_drop": "circuit ablation costs"}
+_LABELS = {"top1": "top-1", "icl_score": "repeat (copy) score", "top1_drop": "circuit ablation costs",
+           "excess_drop_lo": "circuit necessary: its excess drop's interval"}
 
 
 @dataclass(frozen=True)
 class BehaviourMilestone:
     name: str  # column-safe id, e.g. "top1_25pct"
     measure: BehaviourMeasure  # a column of the revision table (sources.store.load_revision_table)
-    level: float  # reached when measure >= level (top1 and top1_drop as fractions: 0.25 = 25%, 25 pp)
+    level: float  # reached when measure >= level (> for excess_drop_lo; fractions: 0.25 = 25%, 25 pp)
 
     def __post_init__(self) -> None:
         if self.measure not in _MEASURES:
@@ -47,24 +53,28 @@ class BehaviourMilestone:
     def describe(self) -> str:
         """In words: "top-1 accuracy at the query (second A → B) ≥ 25%"."""
         words, write = _MEASURES[self.measure]
-        return f"{words} ≥ {write(self.level)}"
+        return f"{words} {'>' if self.measure in _STRICT else '≥'} {write(self.level)}"
 
     def label(self) -> str:
         """In a few words: "top-1 ≥ 25%", "repeat (copy) score ≥ 1 nat", "circuit ablation costs ≥ 10 pp"."""
-        return f"{_LABELS[self.measure]} ≥ {_MEASURES[self.measure][1](self.level)}"
+        return f"{_LABELS[self.measure]} {'>' if self.measure in _STRICT else '≥'} " \
+            f"{_MEASURES[self.measure][1](self.level)}"
 
 
-# Default behavioural milestones: top-1 crossing a quarter and a half, the ICL score 1 and 3 nats, and the circuit
-# becoming necessary (ablating it costs 10 / 25 points of top-1).
+# Default behavioural milestones: top-1 crossing a quarter and a half, the repeat (copy) score 1 and 3 nats, ablating the
+# circuit costing 10 / 25 points of top-1 (against no ablation), and the circuit becoming necessary (its drop beyond
+# random groups' lies above 0: issue 29 item 5).
 BEHAVIOUR_MILESTONES: tuple[BehaviourMilestone, ...] = (
     BehaviourMilestone("top1_25pct", "top1", 0.25), BehaviourMilestone("top1_50pct", "top1", 0.50),
     BehaviourMilestone("icl_1nat", "icl_score", 1.0), BehaviourMilestone("icl_3nats", "icl_score", 3.0),
     BehaviourMilestone("drop_10pp", "top1_drop", 0.10), BehaviourMilestone("drop_25pp", "top1_drop", 0.25),
+    BehaviourMilestone("necessary", "excess_drop_lo", 0.0),
 )
 
 
-def _hits(values: np.ndarray, level: float, sustained: bool) -> np.ndarray:
-    ok = np.nan_to_num(values, nan=-np.inf) >= level - EPS
+def _hits(values: np.ndarray, level: float, sustained: bool, strict: bool = False) -> np.ndarray:
+    filled = np.nan_to_num(values, nan=-np.inf)
+    ok = filled > level + EPS if strict else filled >= level - EPS
     return np.logical_and.accumulate(ok[..., ::-1], axis=-1)[..., ::-1] if sustained else ok
 
 
@@ -100,12 +110,13 @@ def behaviour_milestones(revisions: pd.DataFrame, *, specs: Sequence[BehaviourMi
             if not measured.any():
                 continue
             values, here = values[measured], idx[measured]  # the revisions where it was measured
-            ok = _hits(values, spec.level, sustained)
+            strict = spec.measure in _STRICT
+            ok = _hits(values, spec.level, sustained, strict)
             rows.append({**first_hit_row(panel, spec.name, here, ok, cols), "measure": spec.measure,
                          "level": spec.level})
             rep = reps.get(spec.measure)
             firsts = None if rep is None else uncertainty.first_reached(
-                _hits(np.where(np.isnan(rep[:, measured]), values, rep[:, measured]), spec.level, sustained))
+                _hits(np.where(np.isnan(rep[:, measured]), values, rep[:, measured]), spec.level, sustained, strict))
             windows.append((here, ok, firsts))
     columns = ["panel", "milestone", "measure", "level", *MILESTONE_COLUMNS[2:]]
     out = pd.DataFrame(rows, columns=columns)
@@ -159,7 +170,8 @@ def milestone_order(attention: pd.DataFrame, behaviour: pd.DataFrame, *, names: 
     milestones `names` (of `attention`, findings.milestones) in token order, as one sentence (`order`: "ICL score ≥ 1
     nat at 563k; then ≥ 3 heads with induction selectivity ≥ 50× at 1.53M; ..."); `summary`, the first top-1 and
     ICL milestones against the first of `names` ("ICL score ≥ 1 nat at 563k and top-1 ≥ 25% at 1.02M, both before
-    the induction milestone at 1.53M; the circuit becomes necessary (...) at 666k"); and `first_drop`, the smallest ablation bar and when it is first crossed
+    the induction milestone at 1.53M; the circuit becomes necessary (...) at 666k; zeroing it costs top-1 (...) at
+    600k"); and `first_drop`, the smallest ablation bar and when it is first crossed
     ("not measured" without an ablation over training)."""
     keys = [c for c in ("tier", "panel") if c in behaviour.columns]
     words = {**{s.name: s.label() for s in specs}, **{n: milestone(n).describe() for n in names}}
@@ -194,6 +206,9 @@ def _summary(attention: pd.DataFrame, behaviour: pd.DataFrame, name: str, words:
     how = (("both " if len(firsts) > 1 else "") + ways.pop()) if len(ways) == 1 else \
         " / ".join(_before(r, ref) for r in firsts) + " respectively,"
     drop = behaviour[behaviour["measure"] == "top1_drop"].sort_values("level")
-    need = f"; the circuit becomes necessary ({words.get(drop['milestone'].iloc[0])}) at " \
-        f"{milestone_text(drop.iloc[0], fmt)}" if len(drop) else ""
+    necessary = behaviour[behaviour["measure"] == "excess_drop_lo"]
+    need = (f"; the circuit becomes necessary (its top-1 drop beyond random groups' lies above 0) at "
+            f"{milestone_text(necessary.iloc[0], fmt)}" if len(necessary) else "") + \
+        (f"; zeroing it costs top-1 ({words.get(drop['milestone'].iloc[0])}) at {milestone_text(drop.iloc[0], fmt)}"
+         if len(drop) else "")
     return f"{' and '.join(said)}, {how} the induction milestone at {milestone_text(ref, fmt)}{need}"

@@ -33,6 +33,7 @@ _BEHAVIOUR_STYLE = {
     "icl_3nats": ("D", "#6a51a3", "repeat (copy) score ≥ 3 nats"),
     "drop_10pp": ("P", "#bf812d", "ablating the circuit costs ≥ 10 pp"),
     "drop_25pp": ("P", "#8c510a", "ablating the circuit costs ≥ 25 pp"),
+    "necessary": ("X", "#543005", "circuit necessary (drop beyond random groups > 0)"),
 }
 _GAP_LABEL = "induction ≥3 heads → BOS ≥50%"
 

@@ -74,8 +74,8 @@ ch.glue_list("widened", recall[recall.filter(like="_widened").eq(True).any(axis=
 # ## When the circuit is found, and what else is found with it
 #
 # The final circuits in the authors' files are {glue:text}`f4-pub-circuits`. Two thirds of each are found after
-# {glue:text}`f4-pub-67-share` of training ("≤": already at the first probed revision, so at or before it; "never":
-# not reached by the last). In the toy panel the circuits are {glue:text}`f4-toy-circuits` and two
+# {glue:text}`f4-pub-67-share` of training (≤ marks a share reached already at the first probed revision, so at or
+# before it; "never": not reached by the last). In the toy panel the circuits are {glue:text}`f4-toy-circuits` and two
 # thirds are found after {glue:text}`f4-toy-67-share` of training.
 #
 # An early screen is also a loose one. Where recall first reaches two thirds, the share of the screened heads that

@@ -46,9 +46,9 @@ book: $(STAMP)
 
 # The print edition: the paper part of the built book (intro, method, findings, audit, references) as one PDF,
 # printed from the HTML pages by headless Chromium, offline (Debian: apt-get install -y chromium; README, "The PDF
-# edition"). -> _build/pdf/circuitdev.pdf (and the page it printed, circuitdev.html)
+# edition"). -> _build/pdf/circuitdev-book.pdf (and the page it printed, circuitdev-book.html)
 pdf: book
-	$(BIN)/python -m circuitdev.book.pdf _build/html -o _build/pdf/circuitdev.pdf
+	$(BIN)/python -m circuitdev.book.pdf _build/html -o _build/pdf/circuitdev-book.pdf
 
 # The workshop: JupyterLab on notebooks/workshop, the .py sessions opening as notebooks (jupytext). Installs the
 # `workshop` extra (JupyterLab + jupytext) first when it is missing; that needs the network once

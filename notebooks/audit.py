@@ -69,7 +69,7 @@ ch.glue("f4-recall-total", int(table["id"].str.startswith("F4.recall.").sum()) i
 # {numref}`fig-audit-status` counts, per finding, the claims the authors' data match, contradict or cannot decide,
 # with the claims decided by a bound apart (light shades).
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 ch.figure(plots.audit_status(table), name="fig-audit-status",
           caption="Numeric claims of the paper per finding: matched by the authors' published files (green), "
                   "consistent with a bound they give (light green), excluded by a bound (light red), contradicted "

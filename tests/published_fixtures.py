@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from circuitdev.paths import published_dir
-from circuitdev.sources.published import PUBLISHED_PANELS, revision_tokens_b
+from circuitdev.sources.published_panels import PUBLISHED_PANELS, revision_tokens_b
 from circuitdev.schema import HEAD_CLASSES
 
 Sel = dict[str, dict[tuple[int, int], dict[str, float]]]  # revision -> (layer, head) -> {class: selectivity}

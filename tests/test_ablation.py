@@ -163,7 +163,7 @@ def test_final_ablation_says_when_the_circuit_fills_its_layer(make_tiny_panel):
 
 
 def test_authors_controls_are_labelled_with_the_set_they_were_drawn_for():
-    from circuitdev.sources.published import control_target
+    from circuitdev.sources.published_ablations import control_target
 
     top6, circuit = {0: {1, 7}, 1: {0}, 3: {5, 6, 7}}, {4: {4}, 7: {0, 1}}
     sets = {"ablate_induction_screen": circuit, "ablate_top6_by_integral": top6}

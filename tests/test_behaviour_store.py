@@ -25,8 +25,9 @@ from circuitdev.sources.loading import load_revision
 from circuitdev.sources.panels import load_panel
 from circuitdev.sources.records import REVISION_COLUMNS, PanelRecords
 from circuitdev.sources.run import probe_panel
-from circuitdev.sources.store import (BEHAVIOUR_BOOT_COLUMNS, FORMAT, load_revision_table, read_parquet,
-                                      record_paths, record_status)
+from circuitdev.sources.store import read_parquet, record_paths, record_status
+from circuitdev.sources.revision_table import load_revision_table
+from circuitdev.sources.record_format import BEHAVIOUR_BOOT_COLUMNS, FORMAT
 from tiny_models import tiny_model
 
 PROBE = {"n": 40, "n_pr": 12, "seq_len": 32, "vocab_range": [3, 8], "baseline_size": 10, "n_prefix": 8,
@@ -73,7 +74,7 @@ def test_record_holds_the_behaviour_block_and_replicates(probed):
     path, out = probed
     paths = record_paths(out, "toy-copier", "step2")
     meta = json.loads(paths.sidecar.read_text())
-    assert meta["format"] == FORMAT == "circuitdev.record/4"
+    assert meta["format"] == FORMAT == "circuitdev.record/5"
     block = meta["behaviour"]
     assert block["n"] == PROBE["n"] and block["n_prefix"] == PROBE["n_prefix"] and block["n_boot"] == PROBE["n_boot"]
     assert block["norm_streams"] == ["embed", "l0", "l1"] and len(block["norm_ratio"]) == 3
@@ -99,6 +100,9 @@ def test_load_revision_table_columns_and_values(probed):
         assert (row.top1, row.loss_b, row.icl_score, row.icl_score_hi) == (
             block["top1"], block["loss_b"], block["icl_score"], block["icl_score_hi"])
         assert row.norm_ratio_l1 == block["norm_ratio"][2]
+    for row in table.itertuples():  # Gu et al.'s rate: the per-head share averaged over every head of the revision
+        heads = read_parquet(record_paths(out, "toy-copier", row.revision).parquet)
+        assert len(heads) == 2 * 4 and row.gu_sink_rate == heads["gu_sink_share"].mean()
     assert table["ablated_top1"].isna().all()  # not computed yet: NaN, the columns still there
     assert 0 < table["top1"].max() < 1
     # the same function from the records module's RecordSet, without the ablation columns
@@ -229,7 +233,7 @@ def test_reading_the_revision_table_needs_no_torch(probed):
     import sys
 
     path, out = probed
-    code = ("import sys\nfrom circuitdev.sources.store import load_revision_table\n"
+    code = ("import sys\nfrom circuitdev.sources.revision_table import load_revision_table\n"
             f"t = load_revision_table({str(out)!r}, {str(path)!r})\nprint(len(t), 'torch' in sys.modules)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.split() == ["3", "False"]

@@ -61,3 +61,64 @@ def test_workshop_sessions_follow_the_table_of_contents(tmp_path):
     sessions, missing = workshop_sessions(book_root=tmp_path, generated_dir=tmp_path / "gen", sources=tmp_path / "src")
     assert list(sessions) == ["01_a"] and missing == ["02_b"]
     assert workshop_sessions(book_root=tmp_path / "none", generated_dir="gen", sources="src") == ({}, [])
+
+
+# ------------------------------------------------------------------------------------------ the workflow's inputs
+
+
+def small_config(tmp_path, **more):
+    from circuitdev.book.pipeline import Pipeline
+
+    config = {"data_dir": "data", "results_dir": "data/results", "toy_families": ["gpt_neox", "olmo"],
+              "toy_seeds": [0, 1], "published_dir": None, "notebooks": [], "book_root": str(tmp_path),
+              "refine": [{"panel": "toy-pythia", "metric": "bos_fraction", "max_new": 2},
+                         {"panel": "toy-pythia", "metric": "induction_3_heads", "max_new": 3}], **more}
+    return Pipeline(config, REPO)
+
+
+def test_the_pipeline_names_each_jobs_files(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.chdir(tmp_path)
+    p = small_config(tmp_path)
+    assert p.toy_panels == ["toy-pythia", "toy-olmo", "toy-pythia-s1", "toy-olmo-s1"] and p.hub_panels == []
+    assert p.records("toy-olmo") == ["data/results/toy-olmo/panel.done"]
+    first, second = p.refines("toy-pythia")
+    assert (first, second) == ("data/results/toy-pythia/refine-bos_fraction-2.done",
+                               "data/results/toy-pythia/refine-induction_3_heads-3.done")
+    # the second refinement waits for the first; the first for nothing but the probe
+    assert p.refine_before(SimpleNamespace(panel="toy-pythia", metric="induction_3_heads", k="3")) == [first]
+    assert p.refine_before(SimpleNamespace(panel="toy-pythia", metric="bos_fraction", k="2")) == []
+    assert p.probed("toy-pythia") == ["data/results/toy-pythia/panel.done", first, second]
+    assert p.ablations("toy-olmo") == ["data/results/toy-olmo/ablation_over_training.parquet"]
+    assert p.published_target() == [] and p.published_models == []
+    assert p.all_records() == [*(f"data/results/{n}/panel.done" for n in p.toy_panels[:1]), first, second,
+                               *(f"data/results/{n}/panel.done" for n in p.toy_panels[1:])]
+
+
+def test_the_pipeline_reads_the_cluster_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    p = small_config(tmp_path, cluster={"partition": "short", "mem_mb": "2000", "gpu": 1, "max_cpus": "2",
+                                        "account": "null"})
+    assert p.cluster_resources("cpu") == {"slurm_partition": "short", "mem_mb": 2000}
+    assert p.cluster_resources("gpu") == {"gpu": 1, "slurm_partition": "short"}
+    assert p.cluster_threads(4) == 2 and p.cluster_threads(1) == 1
+    with pytest.raises(ConfigError, match="unknown setting"):
+        small_config(tmp_path, cluster={"partitions": "short"})
+    with pytest.raises(ConfigError, match="whole number"):
+        small_config(tmp_path, cluster={"mem_mb": "2G"}).cluster_resources("cpu")
+
+
+def test_a_stale_published_status_is_forgotten(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    p = small_config(tmp_path, published_dir="pub")
+    status = tmp_path / p.published_status
+    status.parent.mkdir(parents=True, exist_ok=True)
+    status.write_text(json.dumps({"complete": False}))  # offline: kept, the build does not retry
+    p.forget_stale_published_status()
+    assert status.is_file()
+    status.write_text(json.dumps({"complete": True}))  # says complete, but the files are not there: goes
+    p.forget_stale_published_status()
+    assert not status.exists()

@@ -71,15 +71,18 @@ def test_a_wide_figure_is_redrawn_at_the_width_it_is_shown():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15.6, 4.2), layout="constrained")
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), layout="constrained")
     for ax in axes:
         ax.plot([0, 1], [0, 1], label="a line")
         ax.set_xlabel("training tokens")
     axes[-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))  # outside the axes: beyond the figure's size
-    assert display.png_width(display.figure_png(fig)) > 1600
+    fig.suptitle("A title as wide as the figure, wrapped to its width when it is drawn narrower " * 2)
+    assert display.png_width(display.figure_png(fig)) > 1300
     data = display.figure_png_fitted(fig)
     assert 800 < display.png_width(data) <= display.MAX_FIGURE_PX
-    assert fig.get_size_inches()[1] >= 0.75 * 4.2
+    assert fig.get_size_inches()[1] >= 0.75 * 4.2 and "\n" in fig._suptitle.get_text()
+    huge, _ = plt.subplots(1, 4, figsize=(24, 4))  # would crowd its own labels at 1100 px: left as drawn
+    assert display.png_width(display.figure_png_fitted(huge)) == display.png_width(display.figure_png(huge))
     small, _ = plt.subplots(figsize=(6, 3))
     assert display.png_width(display.figure_png_fitted(small)) == display.png_width(display.figure_png(small)) < 700
     plt.close("all")

@@ -174,10 +174,8 @@ def test_the_command_exits_2_when_a_check_fails(monkeypatch, capsys):
 
 def test_the_command_composes_the_check_sets():
     """The library's doctor holds the base checks only; the command adds the workshop's (--workshop)."""
-    from circuitdev.commands import workshop as workshop_command
     from circuitdev.workshop import doctor as wdoctor
 
     assert doctor_command.checks_to_run() == doctor.BASE_CHECKS
-    assert doctor_command.checks_to_run(workshop=True) == workshop_command.doctor_checks() == \
-        [*doctor.BASE_CHECKS, *wdoctor.WORKSHOP_CHECKS]
+    assert doctor_command.checks_to_run(workshop=True) == [*doctor.BASE_CHECKS, *wdoctor.WORKSHOP_CHECKS]
     assert not hasattr(doctor, "default_checks")

@@ -43,7 +43,7 @@ def test_noise_floor_figure_is_titled_and_says_when_empty():
 
 
 def test_which_format_3_records_are_outdated():
-    from circuitdev.sources.store import FORMAT, null_baseline, outdated_reason
+    from circuitdev.sources.record_format import FORMAT, null_baseline, outdated_reason
 
     nulls = {"file": "x", "n_nulls": 20}
     toy = {"format": "circuitdev.record/3", "config": {"baseline_excludes_ab": True}, "nulls": nulls}
@@ -66,7 +66,8 @@ def test_probe_refreshes_a_format_3_toy_record_onto_one_scale(tmp_path):
     from circuitdev.sources.panels import load_panel
     from circuitdev.sources.records import PanelRecords
     from circuitdev.sources.run import probe_panel
-    from circuitdev.sources.store import FORMAT, null_baseline, record_paths, record_status
+    from circuitdev.sources.store import record_paths, record_status
+    from circuitdev.sources.record_format import FORMAT, null_baseline
     from tiny_models import tiny_model
 
     tiny_model("gpt_neox", seed=4).save_pretrained(tmp_path / "tiny-f6" / "step0")

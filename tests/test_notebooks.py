@@ -191,7 +191,8 @@ def test_a_page_rerun_at_another_threshold_still_states_the_papers_30x(fixture_b
 @pytest.mark.slow
 def test_glued_numbers_equal_the_findings_functions(fixture_build, tmp_path):
     """Every model's glued final BOS fraction is the findings value, formatted; the raw value is kept exactly."""
-    from circuitdev.sources.published import PUBLISHED_PANELS, load_published
+    from circuitdev.sources.published import load_published
+    from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
     out = execute_page(PAGES["f2_shapes"], tmp_path / "f2.ipynb", {}, folders=fixture_build)
     glued = glued_values(out)
@@ -270,7 +271,7 @@ def test_load_tiers_reads_records_into_the_right_tier(tmp_path, make_tiny_panel)
 def test_published_tier_and_its_ablations():
     tiers = load_tiers(["published"], published_dir=PUBLISHED, results_dir=Path("/nonexistent"))
     assert tiers["published"].panels == ["pythia-1b", "olmo-1b-0724", "olmoe-1b-7b-0924"]
-    from circuitdev.sources.published import authors_ablation
+    from circuitdev.sources.published_ablations import authors_ablation
 
     ab = authors_ablation(tiers["published"].published.ablation, "pythia-1b")
     assert set(ab["condition"]) >= {"baseline", "screen", "matched_random", "upper_bound"}

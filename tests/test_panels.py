@@ -17,9 +17,9 @@ from circuitdev.sources.panels import (
     list_panels,
     load_panel,
     parse_panel,
-    pick_log_spaced,
     write_panel,
 )
+from circuitdev.sources.hub_revisions import pick_log_spaced
 
 PUBLISHED = PUBLISHED_COPY / "pr_trajectory"  # the authors' PR trajectories (see conftest)
 

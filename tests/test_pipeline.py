@@ -63,12 +63,14 @@ def test_dry_run_default_builds_the_toy_panel_first(tmp_path):
     proc = snakemake(tmp_path, "-n")
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = proc.stdout + proc.stderr
-    # the authors' files; train, then one probe job per toy panel (notebook sources and _toc.yml are absent here),
-    # then the default refinements of toy-pythia (config/pipeline.yaml `refine:`), one after the other
-    assert job_counts(out) == {"published": 1, "toy": 1, "probe_toy": 3, "refine": 2, "all": 1}
+    # the authors' files; one training job per toy panel, then its probe job (notebook sources and _toc.yml are
+    # absent here), then the default refinements of toy-pythia (config/pipeline.yaml `refine:`), one after the other
+    assert job_counts(out) == {"published": 1, "toy": 3, "probe_toy": 3, "refine": 2, "all": 1}
     seeds = snakemake(tmp_path, "-n", "-p", "--config", "toy_seeds=[0,1]", "refine=[]")
-    assert job_counts(seeds.stdout + seeds.stderr) == {"published": 1, "toy": 1, "probe_toy": 6, "all": 1}
-    assert "--seeds 0 1" in seeds.stdout and "toy-pythia-s1" in seeds.stdout
+    assert job_counts(seeds.stdout + seeds.stderr) == {"published": 1, "toy": 6, "probe_toy": 6, "all": 1}
+    # each panel trains alone, one thread, so its probe starts when its own training ends
+    assert "toy train --family gpt_neox --seeds 1 --data-dir data --jobs 1 --threads 1" in seeds.stdout
+    assert "output: data/toy/toy-pythia-s1/recipe.json\n" in seeds.stdout
 
 
 MODEL_NB = """\

@@ -11,7 +11,8 @@ import pytest
 from circuitdev import cli
 from circuitdev.errors import DataError
 from circuitdev.sources.fetch import ManifestEntry, check_published, fetch_published, read_manifest
-from circuitdev.sources.published import PANELS, load_published, revision_tokens_b, tokens_b_for_step
+from circuitdev.sources.published import load_published
+from circuitdev.sources.published_panels import PANELS, revision_tokens_b, tokens_b_for_step
 from circuitdev.schema import DEV_REQUIRED_COLUMNS
 from published_fixtures import published_fixture, real_published_dir  # noqa: F401  (pytest fixture)
 

@@ -19,7 +19,7 @@ _MODULE = re.compile(r"(?<![\w.])(circuitdev(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?![\w
 _OUTPUTS = ("book/_generated", "data/results", "data/toy", "data/published", "data/reanalysis", "data/panels/toy")
 _PLACEHOLDER = re.compile(r"NAME|NN_|/N\b")
 _SUFFIXES = ("", ".md", ".py", ".ipynb")
-_FILE_SUFFIXES = {"css", "js", "html", "yaml", "yml", "json", "csv", "parquet", "png", "md", "py", "txt"}  # _toc.yml names pages without their suffix
+_FILE_SUFFIXES = {"css", "js", "html", "yaml", "yml", "json", "csv", "parquet", "png", "md", "py", "txt", "pdf"}  # _toc.yml names pages without their suffix
 
 
 def _resolves(dotted: str) -> bool:

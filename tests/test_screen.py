@@ -6,7 +6,7 @@ import torch
 from circuitdev.measure.batch import induction_batch
 from circuitdev.errors import NumericalError
 from circuitdev.schema import HEAD_CLASSES, sel_column
-from circuitdev.measure.classify import circuit_memberships, classify, heads_of, is_class, sink_rate
+from circuitdev.measure.classify import circuit_memberships, classify, heads_of, is_class
 from circuitdev.measure.screen import baseline_positions, null_selectivity, selectivities
 
 PAPER_BASELINE = [10, 22, 26, 30, 32, 33, 37, 40, 48, 59, 68, 71, 73, 78, 80, 82, 83, 88, 89, 100, 104, 116, 118, 128,
@@ -124,12 +124,6 @@ def test_null_selectivity_uniform_is_one():
     assert nulls.shape == (5, 2, 3)
     np.testing.assert_allclose(nulls, 1.0, rtol=1e-5)
     np.testing.assert_array_equal(nulls, null_selectivity(rows, batch, n_nulls=5))  # seeded
-
-
-def test_sink_rate():
-    assert sink_rate(np.array([0.1, 0.31, 0.5, 0.3])) == 0.5
-    with pytest.raises(ValueError, match="epsilon"):
-        sink_rate(np.array([0.1]), epsilon=1.5)
 
 
 def test_induction_ceiling_of_the_shared_baseline():

@@ -4,7 +4,7 @@ import torch
 
 import circuitdev
 from published_fixtures import published_fixture  # noqa: F401  (pytest fixture)
-from circuitdev.measure.spectral import head_prs, null_pr_stats, participation_ratios, trajectory_features
+from circuitdev.measure.spectral import head_prs, participation_ratios, trajectory_features
 
 
 def test_known_spectra():
@@ -60,9 +60,7 @@ def test_bad_input():
         trajectory_features(np.ones(3), np.ones(4))
 
 
-def test_null_pr_stats():
-    s = null_pr_stats(np.array([1.0, 2.0, 3.0]), np.array([0.5, 2.5, 4.0]))
-    assert s["null_max"] == 3.0 and s["above_null_max"] == 1 and s["per_head_delta_positive"] == 2
+def test_participation_ratios_of_one_matrix():
     assert participation_ratios(torch.eye(3)[None]).shape == (1,)
 
 

@@ -18,7 +18,8 @@ from circuitdev.measure.probe import probe_model
 from circuitdev.schema import DEV_KEY_COLUMNS, SEL_COLUMNS
 from circuitdev.sources.run import probe_panel
 from circuitdev.sources.records import PanelRecords, load_panel_table
-from circuitdev.sources.store import RECORD_COLUMNS, read_record, record_paths, record_status
+from circuitdev.sources.store import read_record, record_paths, record_status
+from circuitdev.sources.record_format import RECORD_COLUMNS
 
 REVS = ["step0", "step1", "step2"]
 

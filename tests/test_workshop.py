@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from workshop_sessions import SESSIONS, session, solution_namespace
+from workshop_sessions import SESSIONS, session, solution_lines, solution_namespace
 
 from circuitdev.errors import ConfigError
-from circuitdev.workshop import build, checks
+from circuitdev.workshop import book_edition, build, checks
+from circuitdev.workshop import session as parsing
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -33,7 +34,7 @@ DOCTOR_HANG_S = 600  # 10x what `circuitdev workshop doctor` takes on a quiet 2-
 
 
 @pytest.fixture(scope="module")
-def parsed() -> dict[str, build.Session]:
+def parsed() -> dict[str, parsing.Session]:
     return {p.stem: session(p.stem) for p in SESSIONS}
 
 
@@ -53,7 +54,7 @@ def test_five_sessions_with_at_least_three_rated_exercises_each(parsed):
         for ex in s.exercises:
             assert ex.id in checks.CHECKS, ex.id
             assert 1 <= ex.difficulty <= 5 and 1 <= ex.importance <= 5 and 3 <= ex.minutes <= 20
-            assert ex.hint_cell is not None and build.hint_text(s, ex), f"exercise {ex.id} has no hint"
+            assert ex.hint_cell is not None and parsing.hint_text(s, ex), f"exercise {ex.id} has no hint"
             source = s.notebook.cells[ex.solution_cell].source
             for fn in checks.CHECKS[ex.id].functions:  # the cell defines what the check is called with
                 assert re.search(rf"^def {fn}\(", source, re.M), (ex.id, fn)
@@ -90,7 +91,7 @@ def test_the_parser_says_what_is_malformed(tmp_path):
         path = tmp_path / "09_bad.py"
         path.write_text(head + body)
         with pytest.raises(ConfigError, match=re.escape(message)):
-            build.parse_session(path)
+            parsing.parse_session(path)
 
 
 # ------------------------------------------------------------------------------------------- the check machinery
@@ -180,32 +181,32 @@ def test_the_toy_lookups_are_the_toy_packages(tmp_path, monkeypatch):
     from circuitdev.toy import recipe as toy_recipe
     from circuitdev.toy import train as toy_train
     from circuitdev.workshop import data
+    from circuitdev.workshop.paths import mini_recipe
 
-    assert data.recipe_of is toy_recipe.recipe_of and data.panel_ready is toy_train.panel_ready
     assert data.WINDOW_KINDS == ("text", "periodic", "repeat", "backcopy")  # recall: an experiment, off throughout
     assert data.final_revision() == "step2500" and data.final_revision("toy-pythia-mini") == "step1500"
-    family, mini = data.recipe_of("toy-olmo-mini")
-    assert family == "olmo" and mini is toy_recipe.PRESETS["mini"] is data.mini_recipe()
+    family, mini = toy_recipe.recipe_of("toy-olmo-mini")
+    assert family == "olmo" and mini is toy_recipe.PRESETS["mini"] is mini_recipe()
     with pytest.raises(ConfigError, match="not a toy panel of any preset"):
-        data.recipe_of("pythia-1b")
+        toy_recipe.recipe_of("pythia-1b")
     with pytest.raises(ConfigError, match="unknown window kind 'recall'; the kinds are text, periodic, repeat, "):
         data.windows("recall")
     monkeypatch.setenv("CIRCUITDEV_DATA", str(tmp_path))
     panel, folder = "toy-pythia-mini", tmp_path / "toy" / "toy-pythia-mini"
-    assert not data.panel_ready(panel)
+    assert not toy_train.panel_ready(panel)
     for step in mini.grid():
         (folder / f"step{step}").mkdir(parents=True)
         for name in ("config.json", "model.safetensors"):
             (folder / f"step{step}" / name).write_text("{}")
     (folder / "recipe.json").write_text(json.dumps({"hash": mini.recipe_hash()}))
-    assert not data.panel_ready(panel)  # no panel file yet
+    assert not toy_train.panel_ready(panel)  # no panel file yet
     (tmp_path / "panels").mkdir()
     (tmp_path / "panels" / f"{panel}.yaml").write_text(f"name: {panel}\n")
-    assert data.panel_ready(panel)
+    assert toy_train.panel_ready(panel)
     # training reuses a panel only with its dense checkpoints too (the same hash: saving them changes no weight)
     assert not toy_train.checkpoints_ready(folder, mini.replace(dense_every=10))
     (folder / "recipe.json").write_text(json.dumps({"hash": "another recipe"}))
-    assert not data.panel_ready(panel)
+    assert not toy_train.panel_ready(panel)
 
 
 # ------------------------------------------------------------------------------------------------- the editions
@@ -218,7 +219,7 @@ def test_student_edition_keeps_no_solution_code(parsed):
         assert "BEGIN SOLUTION" not in code and "END SOLUTION" not in code
         outside = {line.strip() for c in s.notebook.cells for line in
                    (build.stub(c.source, s.exercises[0]) if c.cell_type == "code" else c.source).splitlines()}
-        for line in set(build.solution_lines(s)) - outside:
+        for line in set(solution_lines(s)) - outside:
             assert line not in code, (s.name, line)
         for ex in s.exercises:
             cell = student.cells[ex.solution_cell].source
@@ -238,14 +239,14 @@ def test_a_student_stub_raises_naming_its_exercise(parsed):
 
 def test_book_edition_has_exercise_and_folded_solution_blocks(parsed):
     s = parsed["03_sinks_and_selectivity"]
-    nb = build.book_notebook(s, build.solutions_notebook(s), executed=False)
+    nb = book_edition.book_notebook(s, build.solutions_notebook(s), executed=False)
     sources = [c.source for c in nb.cells]
     for ex in s.exercises:
         at = next(i for i, src in enumerate(sources) if f":label: {ex.label}\n" in src)
         assert sources[at].startswith(f"### Exercise {ex.id} — {ex.title}\n\n```{{exercise}} {ex.ratings}")
         assert ":nonumber:" in sources[at]
         # the hint, folded, inside the exercise's box (kept in the participants' edition)
-        assert f":::{{hint}}\n:class: dropdown\n\n{build.hint_text(s, ex)}\n:::\n```" in sources[at]
+        assert f":::{{hint}}\n:class: dropdown\n\n{parsing.hint_text(s, ex)}\n:::\n```" in sources[at]
         assert sources[at + 1].startswith(f"````{{solution}} {ex.label}\n:label: sol-{s.number}-{ex.number}\n"
                                           ":class: dropdown\n\n```python\n")
         assert f"def {checks.CHECKS[ex.id].functions[0]}(" in sources[at + 1]
@@ -279,13 +280,11 @@ def test_list_shows_the_ratings():
 def test_workshop_doctor_is_the_base_doctor_plus_the_workshop_checks(monkeypatch):
     from circuitdev import doctor
     from circuitdev.commands import doctor as doctor_command
-    from circuitdev.commands import workshop as workshop_command
     from circuitdev.workshop import doctor as wdoctor
 
-    checks_run = workshop_command.doctor_checks()
+    checks_run = doctor_command.checks_to_run(workshop=True)  # `circuitdev workshop doctor` and `doctor --workshop`
     assert checks_run[:len(doctor.BASE_CHECKS)] == doctor.BASE_CHECKS
     assert checks_run[len(doctor.BASE_CHECKS):] == wdoctor.WORKSHOP_CHECKS
-    assert doctor_command.checks_to_run(workshop=True) == checks_run  # `circuitdev doctor --workshop`
     assert doctor_command.checks_to_run() == doctor.BASE_CHECKS
     assert wdoctor.check_sessions().status == "ok"
     assert wdoctor.check_frontend().status in ("ok", "warn")

@@ -7,10 +7,11 @@ import json
 import pandas as pd
 
 from circuitdev.sources import records
-from circuitdev.sources.panels import Revision, load_panel
+from circuitdev.sources.panels import load_panel
+from circuitdev.sources.revision import Revision
 from circuitdev.sources.refined import add_refined
 from circuitdev.toy.recipe import recipe_of
-from circuitdev.toy.train import revision_name, write_panel_file
+from circuitdev.toy.train import panel_ready, revision_name, write_panel_file
 from circuitdev.workshop import data
 
 
@@ -29,7 +30,7 @@ def test_the_workshops_toy_revisions_are_the_chapters_refined_ones(tmp_path, mon
             (folder / revision_name(step) / name).write_text("{}")
     (folder / "recipe.json").write_text(json.dumps({"hash": recipe.recipe_hash()}))
     write_panel_file(family, recipe, tmp_path)
-    assert data.panel_ready(panel)
+    assert panel_ready(panel)
     refined = Revision("step1490", int(1490 * recipe.tokens_per_step), 1490)
     add_refined(results, panel, refined, metric="induction_3_heads", between=["step1250", "step1500"], change=1.0)
 

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from workshop_sessions import SESSIONS, session
+from workshop_sessions import SESSIONS, session, solution_lines
 
 from circuitdev.workshop import build, checks, diagrams, manifest
+from circuitdev.workshop import session as parsing
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -41,14 +42,14 @@ def test_each_hint_is_folded_in_the_notebooks_and_printed_by_checks_hint():
                 cell = edition.cells[ex.hint_cell]
                 assert cell.cell_type == "markdown"
                 assert cell.source.startswith(f"<details><summary><b>Hint</b> for exercise {ex.id}")
-                assert build.hint_text(s, ex) in cell.source and cell.source.endswith("</details>")
+                assert parsing.hint_text(s, ex) in cell.source and cell.source.endswith("</details>")
                 assert "#### Hint" not in cell.source
-        solution_code = [line for line in build.solution_lines(s) if len(line) > 25 and not line.startswith("#")]
+        solution_code = [line for line in solution_lines(s) if len(line) > 25 and not line.startswith("#")]
         for ex in s.exercises:
-            given_away = [line for line in solution_code if line in build.hint_text(s, ex)]
+            given_away = [line for line in solution_code if line in parsing.hint_text(s, ex)]
             assert not given_away, f"{ex.id}: a hint, not the answer: {given_away}"
             shown = checks.hint(ex.id)
-            assert shown.text == build.hint_text(s, ex)
+            assert shown.text == parsing.hint_text(s, ex)
             assert shown._repr_markdown_().startswith(f"**Hint for exercise {ex.id}.** ")
 
 
@@ -72,9 +73,10 @@ def test_each_session_opens_with_its_diagram_showing_its_exercises(path):
     from matplotlib.patches import FancyBboxPatch
 
     s = session(path.stem)
-    assert sorted(diagrams.diagram_exercises(s.number)) == [ex.id for ex in s.exercises]
+    shown = [e for row in diagrams.DIAGRAMS[s.number][1] for box in row.boxes for e in box.exercises]
+    assert sorted(shown) == [ex.id for ex in s.exercises]
     calls = [i for i, c in enumerate(s.notebook.cells) if c.cell_type == "code"
-             and f"plots.session_diagram({s.number})" in c.source]
+             and f"diagrams.session_diagram({s.number})" in c.source]
     setup = next(i for i, c in enumerate(s.notebook.cells) if "workshop.setup()" in c.source)
     code_after = [i for i, c in enumerate(s.notebook.cells) if c.cell_type == "code" and i > setup]
     assert calls and calls[0] == code_after[0], "the diagram is the session's first picture, right after its setup"
@@ -235,7 +237,7 @@ def test_the_participants_edition_of_the_book_has_no_solution(tmp_path):
     for path in SESSIONS:
         s = session(path.stem)
         folded, bare = pages["instructors"][path.stem], pages["participants"][path.stem]
-        solution_code = [line for line in build.solution_lines(s) if len(line) > 25 and not line.startswith("#")]
+        solution_code = [line for line in solution_lines(s) if len(line) > 25 and not line.startswith("#")]
         assert solution_code, path.stem
         # the instructors' edition has the solution blocks and their code (so this test can fail) ...
         assert folded.count('class="solution') >= len(s.exercises), path.stem
@@ -246,7 +248,7 @@ def test_the_participants_edition_of_the_book_has_no_solution(tmp_path):
         assert not leaked, (path.stem, leaked[:3])
         assert bare.count('class="exercise') >= len(s.exercises) and bare.count('admonition hint"') >= len(s.exercises)
         for ex in s.exercises:
-            words = re.findall(r"[A-Za-z]{5,}", build.hint_text(s, ex))  # plain words of the hint, in the page
+            words = re.findall(r"[A-Za-z]{5,}", parsing.hint_text(s, ex))  # plain words of the hint, in the page
             assert words[0] in text_of(bare) and words[-1] in text_of(bare), (ex.id, words[0], words[-1])
             assert f"checks.ex_{s.number}_{ex.number}(" in text_of(bare)
 

@@ -15,6 +15,7 @@ from published_fixtures import write_published
 
 from circuitdev import doctor
 from circuitdev.workshop import data, machine
+from circuitdev.workshop import paths as wpaths
 from circuitdev.workshop import doctor as wdoctor
 
 
@@ -34,7 +35,7 @@ def fake_timer(per_step: dict[int, list[float]]):
 def workshop(tmp_path, monkeypatch) -> Path:
     """An empty data folder and workshop folder for one test."""
     monkeypatch.setenv("CIRCUITDEV_DATA", str(tmp_path / "data"))
-    monkeypatch.setenv(data.WORKSHOP_ENV, str(tmp_path / "ws"))
+    monkeypatch.setenv(wpaths.WORKSHOP_ENV, str(tmp_path / "ws"))
     (tmp_path / "data").mkdir()
     return tmp_path / "ws"
 
@@ -42,7 +43,7 @@ def workshop(tmp_path, monkeypatch) -> Path:
 def fake_mini_run(root: Path, *, seconds: float | None = 41.5) -> str:
     """The mini preset's checkpoints (empty files), recipe.json and panel file under a data root, as training leaves
     them: enough for `panel_ready`."""
-    recipe = data.mini_recipe()
+    recipe = wpaths.mini_recipe()
     panel = recipe.panel_name("gpt_neox")
     folder = root / "toy" / panel
     for step in recipe.grid():
@@ -71,7 +72,7 @@ def test_the_fastest_thread_count_is_chosen_from_interleaved_rounds(workshop):
     choice = machine.measure(timer=lambda n, steps: timed.append(n) or timer(n, steps), counts=[1, 2], rounds=3)
     assert choice.threads == 1 and choice.seconds_per_step == {1: 0.12, 2: 1.0}
     assert timed == [1, 2, 1, 1]  # interleaved; 2 threads, 10x slower in the first round, not timed again
-    assert choice.estimate_s == pytest.approx(0.12 * data.mini_recipe().steps)
+    assert choice.estimate_s == pytest.approx(0.12 * wpaths.mini_recipe().steps)
     lo, hi = choice.expected_range()
     assert lo < choice.estimate_s < hi
     line = choice.summary()
@@ -109,12 +110,12 @@ def test_candidates_are_one_half_and_all_cores():
 
 def test_the_workshop_folder_is_its_own(tmp_path, monkeypatch):
     monkeypatch.setenv("CIRCUITDEV_DATA", str(tmp_path / "data"))
-    monkeypatch.delenv(data.WORKSHOP_ENV, raising=False)
-    assert data.workshop_dir() == tmp_path / "data" / "toy" / "_workshop"
-    monkeypatch.setenv(data.WORKSHOP_ENV, str(tmp_path / "elsewhere"))
-    assert data.workshop_dir() == tmp_path / "elsewhere" and data.workshop_results_dir() == tmp_path / "elsewhere" / \
+    monkeypatch.delenv(wpaths.WORKSHOP_ENV, raising=False)
+    assert wpaths.workshop_dir() == tmp_path / "data" / "toy" / "_workshop"
+    monkeypatch.setenv(wpaths.WORKSHOP_ENV, str(tmp_path / "elsewhere"))
+    assert wpaths.workshop_dir() == tmp_path / "elsewhere" and wpaths.workshop_results_dir() == tmp_path / "elsewhere" / \
         "results"
-    panel = data.mini_recipe().panel_name("gpt_neox")
+    panel = wpaths.mini_recipe().panel_name("gpt_neox")
     assert data.is_mini(panel) and not data.is_mini("toy-pythia") and not data.is_mini("pythia-1b")
     assert data.mini_root(panel) == tmp_path / "elsewhere"  # where it will be trained
 
@@ -132,7 +133,7 @@ def test_a_mini_run_pre_trained_in_the_data_folder_is_reused_read_only(workshop,
 def test_the_workshop_folder_goes_first_and_keeps_the_loss_log(workshop, tmp_path):
     fake_mini_run(tmp_path / "data")
     panel = fake_mini_run(workshop, seconds=None)
-    recipe = data.mini_recipe()
+    recipe = wpaths.mini_recipe()
     (workshop / f"{panel}-loss.json").write_text(json.dumps({"recipe_hash": recipe.recipe_hash(), "steps": [10, 20],
                                                              "losses": [6.5, 6.1], "seconds": 88.0, "threads": 1}))
     run = data.train_mini("gpt_neox", live=False)

@@ -13,22 +13,33 @@ import functools
 import pytest
 
 from circuitdev.workshop import build, checks
+from circuitdev.workshop import session as parsing
 
-SESSIONS = build.discover()
+SESSIONS = parsing.discover()
 
 
 @functools.lru_cache(maxsize=None)
-def session(stem: str) -> build.Session:
+def session(stem: str) -> parsing.Session:
     """A session parsed from notebooks/workshop/<stem>.py (e.g. "01_probe_by_hand")."""
     (path,) = [p for p in SESSIONS if p.stem == stem]
-    return build.parse_session(path)
+    return parsing.parse_session(path)
+
+
+def solution_lines(s: parsing.Session) -> list[str]:
+    """Every non-blank line inside a solution region (what must not appear in the student edition)."""
+    found = []
+    for ex in s.exercises:
+        lines = parsing.cell_lines(s.notebook.cells[ex.solution_cell])
+        for begin, end, _ in parsing.solution_regions(lines, ex.id):
+            found += [line.strip() for line in lines[begin + 1:end] if line.strip()]
+    return found
 
 
 def exercise_ids(stem: str) -> list[str]:
     return [ex.id for ex in session(stem).exercises]
 
 
-def solution_namespace(s: build.Session, upto: build.Exercise) -> dict:
+def solution_namespace(s: parsing.Session, upto: parsing.Exercise) -> dict:
     """The imports of the session's cells (imports only: no data is loaded) and its solution cells up to `upto`."""
     ns: dict = {}
     for cell in s.notebook.cells:

@@ -44,7 +44,7 @@ import matplotlib.pyplot as plt
 import circuitdev
 from circuitdev.measure.positions import baseline_positions, induction_ceiling, local_positions
 from circuitdev.schema import HEAD_CLASSES
-from circuitdev.workshop import checks, data, plots
+from circuitdev.workshop import checks, data, diagrams, plots
 
 workshop.setup()
 
@@ -53,7 +53,7 @@ workshop.setup()
 # numbers), green ones what your results are checked against.
 
 # %%
-plots.session_diagram(1)
+diagrams.session_diagram(1)
 plt.show()
 
 # %% [markdown]

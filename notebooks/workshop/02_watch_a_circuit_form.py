@@ -48,7 +48,8 @@ from circuitdev.book.display import show_table
 from circuitdev.measure.batch import repeated_batch
 from circuitdev.measure.capture import prefix_matching_scores
 from circuitdev.toy import PANEL_NAMES
-from circuitdev.workshop import checks, data, plots
+from circuitdev.workshop import checks, data, diagrams
+from circuitdev.workshop.paths import mini_recipe
 
 workshop.setup()
 
@@ -57,11 +58,11 @@ workshop.setup()
 # numbers), green ones what your results are checked against.
 
 # %%
-plots.session_diagram(2)
+diagrams.session_diagram(2)
 plt.show()
 
 # %%
-recipe = data.mini_recipe()
+recipe = mini_recipe()
 print(textwrap.fill(f"the mini preset: {recipe.n_layer} layers x {recipe.n_head} heads, d_model {recipe.d_model}, "
                     f"{recipe.steps} steps of {recipe.batch_size} x {recipe.seq_len} tokens; "
                     f"checkpoints at steps {list(recipe.grid())}", 80))
@@ -92,7 +93,7 @@ print(textwrap.fill(data.timing_note(run, plan), 80))
 #
 # The probe of session 1 — the six selectivities of every head — on each saved checkpoint of your run, plus each head's
 # participation ratio and prefix-matching score. About a second per checkpoint; the records go to the workshop's own
-# folder (`data.workshop_results_dir()`, apart from the book's records).
+# folder (`workshop.paths.workshop_results_dir()`, apart from the book's records).
 
 # %%
 dev = data.mini_table(run)  # one row per (revision, layer, head)

@@ -39,7 +39,7 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 
 import circuitdev
-from circuitdev.workshop import checks, data, plots
+from circuitdev.workshop import checks, data, diagrams
 
 workshop.setup()
 
@@ -48,7 +48,7 @@ workshop.setup()
 # numbers), green ones what your results are checked against.
 
 # %%
-plots.session_diagram(3)
+diagrams.session_diagram(3)
 plt.show()
 
 # %%

@@ -49,7 +49,7 @@ from circuitdev.book import plots as book_plots
 from circuitdev.book.display import show_table
 from circuitdev.measure.ablation import matched_random_groups
 from circuitdev.toy import PANEL_NAMES
-from circuitdev.workshop import checks, data, plots
+from circuitdev.workshop import checks, data, diagrams, plots
 
 workshop.setup()
 
@@ -58,7 +58,7 @@ workshop.setup()
 # numbers), green ones what your results are checked against.
 
 # %%
-plots.session_diagram(4)
+diagrams.session_diagram(4)
 plt.show()
 
 # %%

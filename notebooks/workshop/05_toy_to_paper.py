@@ -44,7 +44,7 @@ from circuitdev.analysis import findings
 from circuitdev.analysis.audit import run_audit
 from circuitdev.analysis.quantities import load_claims
 from circuitdev.book import display
-from circuitdev.workshop import checks, data, plots
+from circuitdev.workshop import checks, data, diagrams
 
 workshop.setup()
 
@@ -53,7 +53,7 @@ workshop.setup()
 # numbers), green ones what your results are checked against.
 
 # %%
-plots.session_diagram(5)
+diagrams.session_diagram(5)
 plt.show()
 
 # %%

@@ -120,7 +120,7 @@ def paper_noise_floor(path: str | Path = CLAIMS_PATH) -> pd.DataFrame:
     """The paper's F6 values (Pythia-1B null p99, null max, real max and heads above p99 at its five null-calibration
     checkpoints) in the shape of the records' null statistics: tier "paper", panel, revision, tokens_b, null_p99,
     null_max, real_max, k_above."""
-    from circuitdev.sources.published import parse_revision, tokens_b_for_step
+    from circuitdev.sources.published_panels import parse_revision, tokens_b_for_step
 
     frames = []
     for claim_id, column in (("F6.null_p99", "null_p99"), ("F6.null_max", "null_max"), ("F6.real_max", "real_max")):

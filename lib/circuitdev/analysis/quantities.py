@@ -24,7 +24,8 @@ from circuitdev.analysis.claims import CLAIMS_PATH, NEVER, Claim, decimals_of, r
 from circuitdev.analysis.findings import f5_pr_lead as P
 from circuitdev.errors import ConfigError
 from circuitdev.schema import parse_head, sel_column
-from circuitdev.sources.published import PublishedData, tokens_b_for_step
+from circuitdev.sources.published import PublishedData
+from circuitdev.sources.published_panels import tokens_b_for_step
 
 class Unverifiable(Exception):
     """The data cannot decide this claim; `data_value` may still carry what the data say under our definitions."""

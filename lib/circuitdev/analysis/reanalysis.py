@@ -182,11 +182,12 @@ def greater_than_table(data) -> pd.DataFrame:
     """The authors' greater-than ablations (`ablation/*_gt_ablation.json`, one file per model) as one table: a row
     per model and condition (GREATER_THAN_COLUMNS). top1_above (the share of the file's n_examples prompts whose
     top-1 next token is a year above the start year) gets its 95% Wilson interval on n_examples (read from each
-    file). drawn_for: the head set a control row was drawn for (`published.authors_ablation`).
+    file). drawn_for: the head set a control row was drawn for (`published_ablations.authors_ablation`).
     heads_outside_model: how many of the ablated heads the model does not have (a layer or head index beyond its
     grid in the per-revision files): zeroing such a head changes nothing. `data`: `load_published(...)`."""
     from circuitdev.analysis.uncertainty import binomial_intervals
-    from circuitdev.sources.published import PUBLISHED_PANELS, authors_ablation
+    from circuitdev.sources.published_panels import PUBLISHED_PANELS
+    from circuitdev.sources.published_ablations import authors_ablation
 
     grid = data.table.groupby("panel")[["layer", "head"]].max() + 1 if len(data.table) else pd.DataFrame()
     parts = []

@@ -1,7 +1,7 @@
 """The record tiers' behaviour per revision, for a page: the behavioural milestones of every probed panel.
 
 The developmental tables a page's tiers hold are per head; behaviour (top-1 at the query, ICL score, and the
-ablation over training) is per revision and lives beside the records (`sources.store.load_revision_table`, the
+ablation over training) is per revision and lives beside the records (`sources.revision_table.load_revision_table`, the
 behaviour replicates of `RecordSet.behaviour_boot`). `record_behaviour(ch.tiers, results_dir, specs=...)` reads them
 for every panel of the toy and measured tiers and applies `findings.behaviour_milestones`. The published tier has no
 behaviour per revision.
@@ -59,9 +59,9 @@ def record_behaviour(tiers: Tiers, results_dir: str | Path, *,
 
 
 def record_revision_tables(tiers: Tiers, results_dir: str | Path) -> pd.DataFrame:
-    """The per-revision table (sources.store.load_revision_table: behaviour, first-position norms, ablation over
-    training) of every panel of the present record tiers, with a `tier` column first; panels that cannot be read give
-    no rows. Empty (columns tier, panel, revision) when there are none."""
+    """The per-revision table (sources.revision_table.load_revision_table: behaviour, first-position norms, ablation
+    over training) of every panel of the present record tiers, with a `tier` column first; panels that cannot be read
+    give no rows. Empty (columns tier, panel, revision) when there are none."""
     from circuitdev.sources.ablate import with_ablation
 
     return _per_record_panel(tiers, results_dir, lambda read: with_ablation(read.revision_table(), read),

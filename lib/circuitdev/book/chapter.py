@@ -49,7 +49,7 @@ _PAPER_THRESHOLDS = {"class-threshold": "class_threshold", "bos-threshold": "bos
 
 
 def _short_panel(panel: str) -> str:
-    from circuitdev.sources.published import PUBLISHED_PANELS
+    from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
     return PUBLISHED_PANELS[panel].short if panel in PUBLISHED_PANELS else panel
 
@@ -140,7 +140,7 @@ class Chapter:
         ("final-pct" for column `final_pct`), so that searching the page for a key the prose uses finds the call
         that glues it. Absent rows are glued `absent`: the three tiers, and with panels the published models,
         always get their keys."""
-        from circuitdev.sources.published import PUBLISHED_PANELS
+        from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
         by = tuple(by)
         rows = {} if frame.empty else {k if len(by) > 1 else (k,): r for k, r in zip(
@@ -213,7 +213,7 @@ class Chapter:
         Returns the robustness table (with a tier column) for the page's own tables."""
         from circuitdev.analysis import findings
         from circuitdev.book import plots
-        from circuitdev.sources.published import PUBLISHED_PANELS
+        from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
         key = claim.lower().replace(".", "-")
         names = {p: {"pythia": "Pythia", "olmo": "OLMo", "olmoe": "OLMoE"}.get(info.short, p)
@@ -516,8 +516,8 @@ def _parameters_block(ch: Chapter) -> None:
     md = f"````{{admonition}} Parameters of this page\n:class: dropdown\n{table}\n\n{how}\n````\n"
     html_rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td><td>{html.escape(v.replace('`', ''))}</td>"
                         f"<td>{html.escape(c)}</td></tr>" for k, v, c in rows)
-    display._display_bundle(md, f"<details><summary>Parameters of this page</summary><table>{html_rows}</table>"
-                                f"<pre>{html.escape(command)}</pre></details>")
+    display.display_bundle(md, f"<details><summary>Parameters of this page</summary><table>{html_rows}</table>"
+                               f"<pre>{html.escape(command)}</pre></details>")
 
 
 __all__ = ["Chapter", "chapter", "rerun_command", "value_of", "TIERS", "PageReferences", "page_references",

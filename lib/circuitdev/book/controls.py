@@ -87,10 +87,10 @@ def topk_breakdowns(tiers: Tiers, *, top_k: int = findings.PAPER_TOP_K) -> pd.Da
 
 def null_scales(tiers: Tiers, results_dir: str | Path) -> pd.DataFrame:
     """Per record panel: the baseline its selectivities divide by ("A/B excluded" or "paper"), the one(s) its null
-    draws do (`sources.store.null_baseline`; None: no draws), one_scale (the two agree, or there are no draws) and
-    text (a clause for a page). Columns: tier, panel, selectivities, nulls, one_scale, text."""
+    draws do (`sources.record_format.null_baseline`; None: no draws), one_scale (the two agree, or there are no
+    draws) and text (a clause for a page). Columns: tier, panel, selectivities, nulls, one_scale, text."""
     from circuitdev.sources.records import PanelRecords
-    from circuitdev.sources.store import null_baseline
+    from circuitdev.sources.record_format import null_baseline
 
     rows = []
     for tier, panel, _ in _records(tiers):

@@ -100,7 +100,7 @@ def glue_text(key: str, text: str, value: Any = None) -> None:
 # ------------------------------------------------------------------------------------------ notes, tables, figures
 
 
-def _display_bundle(markdown: str, html_text: str) -> None:
+def display_bundle(markdown: str, html_text: str) -> None:
     """One output the book renders as MyST markdown (nb_mime_priority_overrides puts text/markdown first) and
     Jupyter renders as HTML (it prefers text/html)."""
     from IPython.display import display
@@ -120,7 +120,7 @@ def note(text: str, *, kind: NoteKind = "note", title: str | None = None, folded
     body = html.escape(text).replace("`", "").replace("\n", "<br>")
     box = (f'<div style="border-left:4px solid #4a90d9;padding:0.5em 1em;background:#f3f7fc">'
            f'<b>{html.escape(title or kind.capitalize())}.</b> {body}</div>')
-    _display_bundle(md, f"<details><summary>{html.escape(title or kind)}</summary>{box}</details>" if folded else box)
+    display_bundle(md, f"<details><summary>{html.escape(title or kind)}</summary>{box}</details>" if folded else box)
 
 
 def tier_line(shown: list[str], absent: dict[str, str], *, what: str = "this chapter") -> None:
@@ -129,7 +129,7 @@ def tier_line(shown: list[str], absent: dict[str, str], *, what: str = "this cha
     the line (one click), instead of a box per missing tier on every page."""
     head = f"Evidence in {what}: {', '.join(shown) if shown else 'none in this build'}."
     if not absent:
-        _display_bundle(f"<p class=\"tier-line\">{html.escape(head, quote=False)}</p>\n",
+        display_bundle(f"<p class=\"tier-line\">{html.escape(head, quote=False)}</p>\n",
                         f'<p class="tier-line">{html.escape(head)}</p>')
         return
     title = plain_text(f"{head} {' '.join(t.rstrip('.') + '.' for t in absent)} "
@@ -138,7 +138,7 @@ def tier_line(shown: list[str], absent: dict[str, str], *, what: str = "this cha
     md = f"````{{admonition}} {title}\n:class: tier-line dropdown\n{body}\n````\n"
     html_body = "<br>".join(f"<b>{html.escape(t)}.</b> {html.escape(text).replace('`', '')}"
                             for t, text in absent.items())
-    _display_bundle(md, f'<details class="tier-line"><summary>{html.escape(title)}</summary>{html_body}</details>')
+    display_bundle(md, f'<details class="tier-line"><summary>{html.escape(title)}</summary>{html_body}</details>')
 
 
 def _integral_columns(df: pd.DataFrame) -> list[str]:
@@ -307,10 +307,18 @@ def png_width(data: bytes) -> int:
     return int.from_bytes(data[16:20], "big")  # the IHDR chunk's width
 
 
+# Narrower than this share of its width, a figure's panels crowd their own labels: such a figure keeps its drawing
+# (its plot function must lay it out for the page's width instead)
+MIN_FIT = 0.7
+
+
 def figure_png_fitted(fig, dpi: int = 110, max_px: int = MAX_FIGURE_PX) -> bytes:
     """The figure as PNG, redrawn narrower (its text keeps its size) while wider than `max_px`: the width of the
-    figure is scaled to fit, its height by less (never below 3/4), as the layout engine re-lays it out."""
+    figure is scaled to fit, its height by less (never below 3/4), as the layout engine re-lays it out. A figure
+    that would need less than MIN_FIT of its width is left as drawn."""
     data = figure_png(fig, dpi)
+    if png_width(data) * MIN_FIT > max_px:
+        return data
     for _ in range(6):  # a legend or title of fixed size beside the panels: the panels shrink more than the whole
         width = png_width(data)
         if width <= max_px:
@@ -340,7 +348,7 @@ def show_figure(fig, *, name: str, caption: str, provenance: str, width: str = "
     html_text = (f'<figure><img src="data:image/png;base64,{data}" style="max-width:{width}"/>'
                  f"<figcaption>{html.escape(caption)}{_folded_provenance(html.escape(provenance))}</figcaption>"
                  "</figure>")
-    _display_bundle(md, html_text)
+    display_bundle(md, html_text)
 
 
 def _folded_provenance(provenance: str) -> str:

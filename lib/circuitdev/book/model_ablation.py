@@ -71,7 +71,7 @@ def published_ablation(published, model: str, *, task: str = "induction") -> pd.
     words, each control labelled with the head set it was drawn for, top-1 with its Wilson interval on the file's
     n_examples."""
     from circuitdev.analysis.uncertainty import binomial_intervals
-    from circuitdev.sources.published import authors_ablation
+    from circuitdev.sources.published_ablations import authors_ablation
 
     ab = authors_ablation(published.ablation, model, task=task)
     metric = "acc_top1" if task == "induction" else "top1_above"

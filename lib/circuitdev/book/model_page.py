@@ -43,7 +43,7 @@ class ModelPage:
         that have no record first (loads each checkpoint: a GPU job for the 1B models). Never raises for absent
         data: an absent tier carries a note saying how to add it."""
         from circuitdev.sources.panels import load_panel
-        from circuitdev.sources.published import PUBLISHED_PANELS
+        from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
         try:
             spec = load_panel(panel, results_dir=results_dir, resolve_hub=compute_missing)
@@ -145,7 +145,7 @@ class ModelPage:
             (None, f"the published folder holds no greater-than ablation of {self.name} (ablation/*_gt_ablation.json)")
 
     def over_training(self) -> tuple[pd.DataFrame | None, str]:
-        """The final circuit's ablation at every revision (`store.load_revision_table`, toy / measured records), with
+        """The final circuit's ablation at every revision (`load_revision_table`, toy / measured records), with
         the intact top-1's Wilson interval (baseline_top1_lo / _hi) and the drop's (top1_drop_lo / _hi,
         `uncertainty.difference_interval`); only revisions where it was computed. Or (None, why)."""
         tier = self.tier
@@ -154,7 +154,7 @@ class ModelPage:
         if not tier.present:
             return None, "there are no records of this panel"
         from circuitdev.analysis.uncertainty import binomial_intervals, difference_interval
-        from circuitdev.sources.store import load_revision_table
+        from circuitdev.sources.revision_table import load_revision_table
 
         rev = load_revision_table(self.results_dir, self.panel if self.panel is not None else self.name)
         rev = rev[rev["ablated_top1"].notna()].reset_index(drop=True) if "ablated_top1" in rev else rev.iloc[:0]

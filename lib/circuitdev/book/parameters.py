@@ -346,12 +346,3 @@ def read_parameters(source: str | Path) -> list[ParameterDoc]:
         out.append(ParameterDoc(node.target.id, annotation, default, default_text, " ".join(comment), tp, bounds))
         comment = []
     return out
-
-
-def spec_of(source: str | Path) -> dict[str, Any]:
-    """{name: type} of a page's own parameters (from its source) plus the build parameters."""
-    docs = read_parameters(source)
-    bad = [d.name for d in docs if d.type is None]
-    if bad:
-        raise ConfigError(f"{source}: cannot evaluate the type of parameter(s) {bad}")
-    return {**{d.name: d.type for d in docs}, **{k: v for k, v in BUILD_PARAMETERS.items()}}

@@ -6,7 +6,7 @@ small print style sheet (book/_static/print.css) and the build's own MathJax; he
 (`--print-to-pdf`), offline. Jupyter Book's LaTeX builder was the other candidate; it needs a TeX Live of several
 hundred MB and cannot take the pages' figures, which are embedded PNGs inside notebook outputs rendered as MyST.
 
-`make pdf` = `python -m circuitdev.book.pdf` after `make book`: `_build/html` -> `_build/pdf/circuitdev.pdf`.
+`make pdf` = `python -m circuitdev.book.pdf` after `make book`: `_build/html` -> `_build/pdf/circuitdev-book.pdf`.
 Chromium: Debian's `apt-get install -y chromium` (README, "The PDF edition").
 """
 
@@ -165,7 +165,7 @@ def build_pdf(html_dir: str | Path, out: str | Path, *, toc_file: str | Path | N
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m circuitdev.book.pdf", description=__doc__.split("\n\n")[0])
     parser.add_argument("html_dir", nargs="?", default="_build/html", help="the built book (default: _build/html)")
-    parser.add_argument("-o", "--out", default="_build/pdf/circuitdev.pdf", help="the PDF to write")
+    parser.add_argument("-o", "--out", default="_build/pdf/circuitdev-book.pdf", help="the PDF to write")
     parser.add_argument("--toc", default=None, help="the book's _toc.yml (default: beside _build)")
     args = parser.parse_args(argv)
     try:

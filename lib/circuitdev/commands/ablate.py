@@ -27,7 +27,8 @@ final circuit, matched random groups (same layers) and random groups (any layer)
 interval, each control's 95% interval over its groups, and excess_drop: the circuit's drop beyond the control's,
 with its interval -- "necessary" when that interval lies above 0) and its sidecar (.json: the circuit, the groups
 and their seeds, which control the excess drop uses, what each row measured). It resumes after an interruption
-and recomputes rows whose record, circuit or configuration changed; `store.load_revision_table` merges it. The
+and recomputes rows whose record, circuit or configuration changed; `revision_table.load_revision_table`
+merges it. The
 panel's records must be complete (`circuitdev probe` first). The circuit: heads with induction selectivity >=
 --threshold (default: the records' induction_threshold, the paper's 50x) at the last revision in token order.
 exit status: 0 success (also: no head reaches the threshold, said), 2 a user error (unknown panel, missing

@@ -1,8 +1,8 @@
 """`circuitdev doctor`: check this environment (Python, the pinned packages, which torch build, the Jupyter kernel,
 free disk), one line per check; exit 0 when nothing failed (warnings included), 2 when a check failed.
 
-The check sets are composed here, not in the library: `circuitdev.doctor.BASE_CHECKS`, then with `--workshop` the
-workshop's (`circuitdev.commands.workshop.doctor_checks`, what `circuitdev workshop doctor` runs)."""
+The check sets are composed here and only here: `circuitdev.doctor.BASE_CHECKS`, then with `--workshop` the
+workshop's (`circuitdev.workshop.doctor.WORKSHOP_CHECKS`; `circuitdev workshop doctor` runs the same list)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ def register(subparsers) -> None:
 def checks_to_run(*, workshop: bool = False) -> list[doctor.Check]:
     """The base checks; workshop=True: the base checks then the workshop's (`circuitdev doctor --workshop`)."""
     if workshop:
-        from circuitdev.commands.workshop import doctor_checks
+        from circuitdev.workshop.doctor import WORKSHOP_CHECKS
 
-        return doctor_checks()
+        return [*doctor.BASE_CHECKS, *WORKSHOP_CHECKS]
     return list(doctor.BASE_CHECKS)
 
 

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from circuitdev.doctor import Check
-
 EPILOG = """\
 examples:
   circuitdev workshop list                          # the sessions, their exercises, ratings and minutes
@@ -74,22 +69,15 @@ def run_build(args) -> int:
     return 0
 
 
-def doctor_checks() -> list[Check]:
-    """What `circuitdev workshop doctor` runs: the base checks of `circuitdev.doctor`, then the workshop's."""
-    from circuitdev.doctor import BASE_CHECKS
-    from circuitdev.workshop.doctor import WORKSHOP_CHECKS
-
-    return [*BASE_CHECKS, *WORKSHOP_CHECKS]
-
-
 def run_doctor(args) -> int:
-    from circuitdev.commands.doctor import report
+    """The base checks, then the workshop's: `circuitdev doctor --workshop` (composed in `commands.doctor`)."""
+    from circuitdev.commands.doctor import checks_to_run, report
 
-    return report(doctor_checks())
+    return report(checks_to_run(workshop=True))
 
 
 def run_list(args) -> int:
-    from circuitdev.workshop.build import discover, parse_session
+    from circuitdev.workshop.session import discover, parse_session
 
     for path in discover():
         s = parse_session(path)
@@ -110,7 +98,7 @@ def run_lab(args) -> int:
     import sys
 
     from circuitdev.errors import ConfigError
-    from circuitdev.workshop.build import SESSIONS_DIR
+    from circuitdev.workshop.session import SESSIONS_DIR
 
     missing = [m for m in ("jupyterlab", "jupytext") if importlib.util.find_spec(m) is None]
     if missing:

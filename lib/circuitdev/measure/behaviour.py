@@ -48,7 +48,7 @@ from circuitdev.schema import INTERVAL_LEVEL
 if TYPE_CHECKING:
     import torch
 
-# The per-revision values, in this order in the replicate file (store.BEHAVIOUR_BOOT_COLUMNS).
+# The per-revision values, in this order in the replicate file (sources.record_format.BEHAVIOUR_BOOT_COLUMNS).
 BEHAVIOUR_VALUES = ("top1", "loss_b", "icl_score")
 NORM_VALUES = ("norm_pos0", "norm_median", "norm_ratio")
 

@@ -30,6 +30,7 @@ class Capture:
     attn_rows: torch.Tensor  # (N, L, H, T) post-softmax attention of the query row, fp32
     head_out: torch.Tensor  # (N, L, H, d_head) per-head output at the query = input of W_O, fp32
     mass_first_allq: torch.Tensor  # (N, L, H) mean over queries q >= skip of a[q, 0]
+    mass_first_all: torch.Tensor  # (N, L, H) mean over every query q >= 0 of a[q, 0] (Gu et al.'s, per sequence)
     base_first_allq: torch.Tensor  # (N, L, H) mean over the same queries of the mean attention on keys 1..q
     query_correct: torch.Tensor | None = None  # (N,) bool: argmax of the logits at the query == target (`target=`)
     query_loss: torch.Tensor | None = None  # (N,) cross-entropy of the target at the query
@@ -106,6 +107,7 @@ def capture(
         attn_rows=torch.empty(n, L, H, t),
         head_out=torch.empty(n, L, H, dh),
         mass_first_allq=torch.empty(n, L, H),
+        mass_first_all=torch.empty(n, L, H),
         base_first_allq=torch.empty(n, L, H),
         query_correct=torch.empty(n, dtype=torch.bool) if target is not None else None,
         query_loss=torch.empty(n) if target is not None else None,
@@ -125,6 +127,7 @@ def capture(
             "attn_rows": w[:, :, q, :],  # (B, H, T)
             "head_out": z[:, q].float().reshape(z.shape[0], H, dh),  # (B, H, d_head)
             "mass_first_allq": col0.mean(-1),  # (B, H)
+            "mass_first_all": w[:, :, :, 0].mean(-1),  # (B, H): query 0 included, as Gu et al. average
             "base_first_allq": ((1.0 - col0) / keys_per_query).mean(-1),  # (B, H)
         }
 

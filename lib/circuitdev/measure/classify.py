@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.errors import ConfigError
-from circuitdev.schema import (BOS_THRESHOLD, CLASS_THRESHOLD, HEAD_CLASSES, INDUCTION_THRESHOLD, LayerToHead,
+from circuitdev.schema import (BOS_THRESHOLD, head_name, CLASS_THRESHOLD, HEAD_CLASSES, INDUCTION_THRESHOLD, LayerToHead,
                                PREV_TOKEN_THRESHOLD, UNCLASSIFIED, check_head_class, sel_column)
 
 CountingRule = Literal["per-class", "best-class"]
@@ -100,14 +100,7 @@ def heads_of(table: pd.DataFrame, mask: pd.Series) -> LayerToHead:
 
 def spec_labels(spec: dict[int, list[int]] | None) -> list[str]:
     """["L1H2", ...] of a head set {layer: [heads]}, in (layer, head) order: how tables and sidecars name it."""
-    return [f"L{layer}H{head}" for layer in sorted(spec or {}) for head in sorted((spec or {})[layer])]
-
-
-def sink_rate(mass_first: np.ndarray | pd.Series, *, epsilon: float = 0.3) -> float:
-    """Gu et al. (2025): the share of heads whose mean attention on position 0 exceeds epsilon."""
-    if not 0 < epsilon < 1:
-        raise ConfigError(f"epsilon must lie in (0, 1), got {epsilon}")
-    return float((np.asarray(mass_first) > epsilon).mean())
+    return [head_name(layer, head) for layer in sorted(spec or {}) for head in sorted((spec or {})[layer])]
 
 
 def _check_threshold(name: str, value: float) -> None:

@@ -20,7 +20,7 @@ from circuitdev.measure.behaviour import Behaviour, SequenceBehaviour, summarise
 from circuitdev.measure.bootstrap import bootstrap_selectivities, percentile_interval
 from circuitdev.measure.capture import Capture, as_token_tensor, capture, chunks, prefix_pass
 from circuitdev.measure.config import ProbeConfig
-from circuitdev.measure.families import Layout, family_of
+from circuitdev.measure.families import family_of
 from circuitdev.schema import HEAD_CLASSES, sel_column
 from circuitdev.measure.classify import circuit_memberships, classify
 from circuitdev.measure.screen import null_selectivity, selectivities
@@ -105,7 +105,10 @@ def head_table(cap: Capture, batch: InductionBatch, config: ProbeConfig
     base_allq = cap.base_first_allq.double().mean(0)
     table["sel_first_token_allq"] = (mass_allq / base_allq.clamp(min=1e-8)).reshape(-1).numpy()
     table["mass_first_token_allq"] = mass_allq.reshape(-1).numpy()
-    table["is_sink_gu"] = table["mass_first_token_allq"] > config.sink_rate_epsilon
+    # Our all-query mass rule (queries >= allq_skip, sequences averaged before the threshold) ...
+    table["is_sink_mass"] = table["mass_first_token_allq"] > config.sink_rate_epsilon
+    # ... and Gu et al.'s (sail-sg/Attention-Sink): every query, thresholded per sequence, then averaged
+    table["gu_sink_share"] = (cap.mass_first_all > config.sink_rate_epsilon).double().mean(0).reshape(-1).numpy()
     return table, replicates, boot_s
 
 
@@ -116,7 +119,7 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
     Columns: layer, head, sel_<class> x6, sel_<class>_lo / _hi x6 (95% bootstrap intervals; absent when
     config.n_boot = 0), best_class, best_selectivity, second_class, second_selectivity,
     classification, in_induction_circuit, in_prev_token_circuit, is_bos, pr, mass_first_token,
-    sel_first_token_allq, mass_first_token_allq, is_sink_gu, prefix_matching, null_induction_p99 -- as
+    sel_first_token_allq, mass_first_token_allq, is_sink_mass, gu_sink_share, prefix_matching, null_induction_p99 -- as
     `result.table`; the bootstrap replicates the intervals come from, the null draws and the timings beside it,
     and `result.behaviour` (`measure.behaviour`; the ICL score needs config.n_prefix > 0). `behaviour=False`
     leaves the behaviour out (the per-head table is the same either way; bench/behaviour.py times the difference).
@@ -223,7 +226,3 @@ def null_prs(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: in
 
 class _Done(Exception):
     """Raised by `null_prs`' last hook to end a forward once everything it reads is read."""
-
-
-def layout_of(model: torch.nn.Module) -> Layout:
-    return family_of(model)

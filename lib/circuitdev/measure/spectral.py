@@ -56,22 +56,3 @@ def trajectory_features(pr: np.ndarray, tokens_b: np.ndarray) -> dict[str, np.nd
         "max_pr": pr.max(-1),
         "min_pr": pr.min(-1),
     }
-
-
-def null_pr_stats(null_pr: np.ndarray, final_pr: np.ndarray) -> dict[str, float]:
-    """Compare real final-checkpoint PRs with PRs on uniform random ids (the null PR calibration, method reference §3)."""
-    null_pr, final_pr = np.ravel(null_pr), np.ravel(final_pr)
-    n_heads = final_pr.size
-    return {
-        "null_min": float(null_pr.min()),
-        "null_max": float(null_pr.max()),
-        "null_p95": float(np.percentile(null_pr, 95)),
-        "null_p99": float(np.percentile(null_pr, 99)),
-        "null_median": float(np.median(null_pr)),
-        "null_mean": float(null_pr.mean()),
-        "above_null_max": int((final_pr > null_pr.max()).sum()),
-        "above_null_99": int((final_pr > np.percentile(null_pr, 99)).sum()),
-        "above_null_95": int((final_pr > np.percentile(null_pr, 95)).sum()),
-        "per_head_delta_positive": int((final_pr > null_pr).sum()),
-        "conserved_fraction_18pct": int(round(0.18 * n_heads)),
-    }

@@ -30,7 +30,7 @@ interval over its groups (`control_interval`: the spread between groups, which d
 "Necessary" is judged against a control, not against no ablation: excess_drop = top1_drop minus the control's mean
 drop (the matched groups, or the any-layer ones where the circuit fills its layers: sidecar `excess_control`), with
 an interval combining the control's and the circuit's (`excess_interval`). top1_drop alone says what zeroing the
-circuit costs in top-1. `store.load_revision_table` merges the rows that match the current records.
+circuit costs in top-1. `revision_table.load_revision_table` merges the rows that match the current records.
 """
 
 from __future__ import annotations
@@ -100,8 +100,10 @@ def ablation_paths(results_dir: str | os.PathLike, panel: str) -> AblationPaths:
     return panel_table_paths(results_dir, panel, STEM)
 
 
-def final_circuit(table: pd.DataFrame, threshold: float) -> tuple[str, dict[int, list[int]]]:
-    """(the last revision in token order, its heads with sel_induction >= threshold) of a developmental table."""
+def final_induction_spec(table: pd.DataFrame, threshold: float) -> tuple[str, dict[int, list[int]]]:
+    """(the last revision in token order, its heads with sel_induction >= threshold as {layer: [heads]}) of a
+    developmental table: the head set the ablations zero (the findings' `final_circuit` is the same circuit as rows,
+    for the analysis)."""
     final = table.sort_values("tokens_b", kind="stable")["revision"].iloc[-1]
     at = table[table["revision"] == final]
     return str(final), heads_of(at, is_class(at, "induction", threshold))
@@ -122,7 +124,7 @@ def with_ablation(revisions: pd.DataFrame, read: RecordSet) -> pd.DataFrame:
     rows = pd.DataFrame(columns=list(ABLATION_COLUMNS))
     if found is not None:
         table, meta = found
-        final, spec = final_circuit(read.table, meta["threshold"])
+        final, spec = final_induction_spec(read.table, meta["threshold"])
         if meta["config_hash"] == read.config_hash and (final, spec_labels(spec)) == (meta["final_revision"],
                                                                                   meta["circuit"]):
             current = {rev: record_identity(m) for rev, m in read.sidecars.items()}
@@ -163,7 +165,7 @@ def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None 
     cfg = records_config(read.config, batch_size=batch_size, device=device)
     threshold = float(cfg.induction_threshold if threshold is None else threshold)
     batch = batch_for(cfg)
-    final, spec = final_circuit(read.table, threshold)
+    final, spec = final_induction_spec(read.table, threshold)
     n_layers, n_heads = int(read.table["layer"].max()) + 1, int(read.table["head"].max()) + 1
     cc = circuit_conditions(spec, n_layers=n_layers, n_heads=n_heads, n_groups=n_random, upper=False)
     controls = {"random": cc.matched, "random_any": cc.anywhere} if spec else {}

@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING
-
 from circuitdev.errors import ConfigError, ModelUnavailableError
-
-if TYPE_CHECKING:
-    from circuitdev.sources.panels import Revision
+from circuitdev.sources.revision import Revision, as_int
 
 LOG_SPACED_KEYS = {"log_spaced", "min_step", "max_step", "pattern"}
 # a hub checkpoint branch: step<N>, optionally with the tokens seen in billions (OLMo: step1000-tokens2B)
@@ -30,15 +26,13 @@ STEP_BRANCH_RE = re.compile(r"^step(?P<step>\d+)(?:-tokens(?P<tokens_b>\d+)B)?$"
 
 def resolve_log_spaced(model: str, spec: dict, *, tokens_per_step: int | None, where: str = "panel") -> tuple[Revision, ...]:
     """N log-spaced revisions (by step) among the hub's `stepN` branches; needs the hub (online)."""
-    from circuitdev.sources.panels import Revision, _as_int  # panels imports this module: resolve at call time
-
     unknown = set(spec) - LOG_SPACED_KEYS
     if unknown or "log_spaced" not in spec:
         raise ConfigError(
             f"{where}: revisions as a mapping must be {{log_spaced: N}} (optional min_step, max_step, pattern); "
             f"got keys {sorted(spec)}"
         )
-    count = _as_int(spec["log_spaced"], f"{where}: revisions.log_spaced", minimum=1)
+    count = as_int(spec["log_spaced"], f"{where}: revisions.log_spaced", minimum=1)
     pattern = re.compile(spec.get("pattern") or STEP_BRANCH_RE.pattern)
     if "step" not in pattern.groupindex:
         raise ConfigError(f"{where}: revisions.pattern needs a (?P<step>\\d+) group")

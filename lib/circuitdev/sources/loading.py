@@ -21,7 +21,8 @@ from typing import Literal
 import torch
 
 from circuitdev.errors import ConfigError, ModelUnavailableError
-from circuitdev.sources.panels import Panel, Revision, normalize_dtype
+from circuitdev.sources.panels import Panel, normalize_dtype
+from circuitdev.sources.revision import Revision
 
 AttnImplementation = Literal["eager", "sdpa"]
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}

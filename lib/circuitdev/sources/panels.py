@@ -40,9 +40,9 @@ import yaml
 from circuitdev.errors import ConfigError
 from circuitdev.measure.families import FAMILIES, FamilyName
 from circuitdev.paths import panels_dir
-# hub log-spaced revisions: re-exported, `from circuitdev.sources.panels import list_hub_branches` stays valid
-from circuitdev.sources.hub_revisions import (STEP_BRANCH_RE, list_hub_branches, pick_log_spaced,  # noqa: F401
-                                              resolve_log_spaced)
+from circuitdev.sources.hub_revisions import STEP_BRANCH_RE, resolve_log_spaced
+from circuitdev.sources.refined import refined_revisions
+from circuitdev.sources.revision import NAME_RE, Revision, as_int
 
 Dtype = Literal["fp32", "fp16", "bf16"]
 DTYPE_ALIASES: dict[str, Dtype] = {
@@ -52,24 +52,11 @@ DTYPE_ALIASES: dict[str, Dtype] = {
 }  # fmt: skip
 PanelSource = Literal["probe", "toy"]
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # panel and revision names become file names
 _HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 _TOP_KEYS = {"name", "model", "family", "dtype", "revisions", "probe", "tokens_per_step", "description", "source",
              "candidates"}
 _REQUIRED = ("name", "model", "family", "dtype", "revisions")
 _REV_KEYS = {"name", "tokens", "step"}
-
-
-@dataclass(frozen=True)
-class Revision:
-    name: str  # hub branch (e.g. "step3000", "step1000-tokens2B") or sub-folder of a folder model
-    tokens: int  # training tokens seen at this checkpoint
-    step: int | None = None  # optimizer step, where known
-
-    @property
-    def tokens_b(self) -> float:
-        """Tokens in billions, exact (tokens / 1e9; the authors' files truncate to 0.001)."""
-        return self.tokens / 1e9
 
 
 @dataclass(frozen=True)
@@ -208,7 +195,6 @@ def load_panel(name_or_file: str | os.PathLike | Panel, *, results_dir: str | os
         panel = _read_panel_file(name_or_file, resolve_hub=resolve_hub)
     if results_dir is None:
         return panel
-    from circuitdev.sources.refined import refined_revisions  # refined.py builds Revisions of this module
 
     extra = refined_revisions(results_dir, panel.name)
     return panel.with_revisions(extra) if extra else panel
@@ -247,7 +233,7 @@ def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resol
         raise ConfigError(f"{where}: missing required field(s) {missing}; a panel needs {', '.join(_REQUIRED)}")
 
     name = str(raw["name"])
-    if not _NAME_RE.match(name):
+    if not NAME_RE.match(name):
         raise ConfigError(f"{where}: name {name!r} must use letters, digits, '.', '_' or '-' (it names a results folder)")
     family = str(raw["family"])
     if family not in FAMILIES:
@@ -259,7 +245,7 @@ def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resol
 
     tokens_per_step = raw.get("tokens_per_step")
     if tokens_per_step is not None:
-        tokens_per_step = _as_int(tokens_per_step, f"{where}: tokens_per_step", minimum=1)
+        tokens_per_step = as_int(tokens_per_step, f"{where}: tokens_per_step", minimum=1)
 
     model = str(raw["model"])
     is_local = looks_like_folder(model, base)
@@ -304,14 +290,6 @@ def parse_panel(raw: Any, *, base: Path | str = ".", where: str = "panel", resol
     )
 
 
-def _as_int(value: Any, where: str, *, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
-        raise ConfigError(f"{where} must be an integer, got {value!r} (write e.g. 2097152, not 2.1e6 or '2M')")
-    if value < minimum:
-        raise ConfigError(f"{where} must be >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _parse_revision(raw: Any, i: int, tokens_per_step: int | None, where: str) -> Revision:
     at = f"{where}: revisions[{i}]"
     if isinstance(raw, str):
@@ -325,13 +303,13 @@ def _parse_revision(raw: Any, i: int, tokens_per_step: int | None, where: str) -
         raise ConfigError(f"{at}: missing `name` (the hub branch or the revision's sub-folder)")
     name = str(raw["name"])
     at = f"{where}: revision {name!r}"
-    if not _NAME_RE.match(name):
+    if not NAME_RE.match(name):
         raise ConfigError(f"{at}: names may use letters, digits, '.', '_' or '-' only (they name result files)")
     step = raw.get("step")
     if step is None and (m := STEP_BRANCH_RE.match(name)):
         step = int(m["step"])
     elif step is not None:
-        step = _as_int(step, f"{at}: step")
+        step = as_int(step, f"{at}: step")
     tokens = raw.get("tokens")
     if tokens is None:
         if tokens_per_step is None or step is None:
@@ -340,7 +318,7 @@ def _parse_revision(raw: Any, i: int, tokens_per_step: int | None, where: str) -
                 "`tokens_per_step` and a `step` (or a name like step1000)"
             )
         tokens = step * tokens_per_step
-    tokens = _as_int(tokens, f"{at}: tokens")
+    tokens = as_int(tokens, f"{at}: tokens")
     if tokens_per_step is not None and step is not None and tokens != step * tokens_per_step:
         raise ConfigError(
             f"{at}: tokens {tokens} != step {step} x tokens_per_step {tokens_per_step} = {step * tokens_per_step}; "

@@ -10,7 +10,7 @@ fetch` writes it, by default into data/published; `circuitdev.paths.published_di
 Each per-revision file also lists the authors' spectral top-K (`sources.published_topk`: `PublishedData.features`
 and `PublishedData.topk`). The models, their file names and token rules are `sources.published_panels`; the
 ablation files are read and reshaped by `sources.published_ablations`; the field checks every reader makes are
-`sources.published_checks`. Their public names are re-exported here.
+`sources.published_checks`: import their names from those modules.
 
 `load_published(dir)` first checks the folder against the manifest (`check_copy`): a copy of the authors' files
 that lacks some of them, or holds one with other content, is refused with one line naming them and the command
@@ -36,13 +36,10 @@ from circuitdev.errors import DataError
 from circuitdev.paths import PUBLISHED_ENV, published_dir, relative_to_repo
 from circuitdev.measure.classify import with_classification
 from circuitdev.schema import HEAD_CLASSES, sel_column
-# the parts of the authors' files read elsewhere: re-exported, `from circuitdev.sources.published import X` stays valid
-from circuitdev.sources.published_ablations import authors_ablation, control_target, load_ablation  # noqa: F401
+from circuitdev.sources.published_ablations import load_ablation
 from circuitdev.sources.published_checks import as_list, check_grid, fail, head_key, number, read_json, require
-from circuitdev.sources.published_panels import (PANELS, PUBLISHED_PANELS, PublishedPanel, TokensRule,  # noqa: F401
-                                                 parse_revision, published_panel, revision_tokens_b, tokens_b_for_step)
-from circuitdev.sources.published_topk import (FEATURE_COLUMNS, TOPK_COLUMNS, TOPK_LABELS, class_breakdown,  # noqa: F401
-                                               topk_features)
+from circuitdev.sources.published_panels import PANELS, PublishedPanel, parse_revision, published_panel, revision_tokens_b
+from circuitdev.sources.published_topk import FEATURE_COLUMNS, TOPK_COLUMNS, class_breakdown, topk_features
 
 
 # ------------------------------------------------------------------------------------------------------- the loader

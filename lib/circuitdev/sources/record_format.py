@@ -5,7 +5,8 @@ The store (`sources.store`) writes and reads the files; this module says what is
 
 Formats: 1 the per-head table and its bootstrap replicates; 2 the null draws in their own file and the weights'
 identity in the sidecar; 3 the revision's behaviour (the sidecar's "behaviour" block, `measure.behaviour`); 4 the
-null draws divided by the selectivities' own baseline. Every format stays readable (`READABLE_FORMATS`);
+null draws divided by the selectivities' own baseline; 5 Gu et al.'s per-head sink share (`gu_sink_share`) and the
+all-query mass rule under its own name (`is_sink_mass`, was `is_sink_gu`). Every format stays readable (`READABLE_FORMATS`);
 `outdated_reason` says why `probe` refreshes an older record, `null_baseline` which baseline a record's null draws
 divide by.
 
@@ -22,17 +23,21 @@ import pandas as pd
 
 from circuitdev.errors import DataError
 from circuitdev.schema import SEL_COLUMNS
-from circuitdev.sources.panels import Panel, Revision
+from circuitdev.sources.panels import Panel
+from circuitdev.sources.revision import Revision
 
 # 2: null draws in their own file, the weights' identity in the sidecar; 3: the revision's behaviour; 4: the null
 # draws divide by the selectivities' own baseline (format 3 and older used the paper's even where the record's
 # selectivities exclude each sequence's A and B from it: `baseline_excludes_ab`, the toy panels)
-FORMAT = "circuitdev.record/4"
-READABLE_FORMATS = ("circuitdev.record/1", "circuitdev.record/2", "circuitdev.record/3", FORMAT)
+FORMAT = "circuitdev.record/5"
+READABLE_FORMATS = ("circuitdev.record/1", "circuitdev.record/2", "circuitdev.record/3", "circuitdev.record/4", FORMAT)
+LEGACY_COLUMNS = {"is_sink_gu": "is_sink_mass"}  # older formats' names of a column -> its name now (read_record)
 _NULLS_ON_ONE_SCALE = "the null draws on the selectivities' own baseline"
-_ADDED_BY = {"circuitdev.record/1": f"the null draws, the weights' identity, the behaviour and {_NULLS_ON_ONE_SCALE}",
-             "circuitdev.record/2": f"the behaviour (top-1, loss at B, ICL score, first-position norms) and "
-                                    f"{_NULLS_ON_ONE_SCALE}"}
+_GU = "Gu et al.'s per-head sink share"
+_ADDED_BY = {"circuitdev.record/1": f"the null draws, the weights' identity, the behaviour, {_NULLS_ON_ONE_SCALE} "
+                                   f"and {_GU}",
+             "circuitdev.record/2": f"the behaviour (top-1, loss at B, ICL score, first-position norms), "
+                                    f"{_NULLS_ON_ONE_SCALE} and {_GU}"}
 
 # Columns of a record, in order. The first block is added by the store; the rest come from `probe_model`.
 RECORD_COLUMNS: dict[str, str] = {
@@ -67,7 +72,11 @@ RECORD_COLUMNS: dict[str, str] = {
     "mass_first_token": "mean attention mass on position 0 from the query (second A)",
     "sel_first_token_allq": "all-query first-token score (ratio of means over queries >= allq_skip)",
     "mass_first_token_allq": "mean attention mass on position 0 over the same queries",
-    "is_sink_gu": "mass_first_token_allq > sink_rate_epsilon (Gu et al. 2025)",
+    "is_sink_mass": "mass_first_token_allq > sink_rate_epsilon: the mean mass on position 0 over queries >= allq_skip "
+                    "(sequences averaged first) above the bar (named is_sink_gu before format 5)",
+    "gu_sink_share": "Gu et al. (2025)'s sink indicator averaged over the batch's sequences: the share of sequences "
+                     "whose attention to position 0, averaged over every query (query 0 included), exceeds "
+                     "sink_rate_epsilon (format 5; NaN in older records)",
     "prefix_matching": "prefix-matching score on repeated random sequences (NaN when n_prefix = 0)",
     "null_induction_p99": "99th percentile of the head's null induction selectivity (NaN when n_nulls = 0)",
 }
@@ -88,8 +97,8 @@ def outdated_reason(meta: dict) -> str:
     `baseline_excludes_ab` (the toy panels) and with null draws, which format 3 divided by the paper's baseline.
     Every other format-3 record already holds what format 4 would write, and is left as it is."""
     fmt = meta.get("format")
-    if fmt == FORMAT:
-        return ""
+    if fmt in (FORMAT, "circuitdev.record/4"):  # a format-4 record lacks gu_sink_share only (NaN): not re-probed for
+        return ""  # that alone (a real model's revision costs GPU time); `probe --force` adds it
     if fmt == "circuitdev.record/3":
         if not (meta.get("nulls") and (meta.get("config") or {}).get("baseline_excludes_ab")):
             return ""

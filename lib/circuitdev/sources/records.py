@@ -12,7 +12,8 @@ added, or, for a results folder without a panel file, the records on disk -- and
     read.behaviour_boot()                    # their bootstrap replicates (the selectivities' draws)
     records.status()                         # one row per revision: complete / missing / corrupt / stale
 
-`store.load_revision_table(results_dir, panel)` is `read.revision_table()` with the ablation-over-training columns.
+`revision_table.load_revision_table(results_dir, panel)` is `read.revision_table()` with the ablation-over-training
+columns.
 
 A record of other weights than the panel's current ones (`sources.weights`) is stale: never read as current.
 """
@@ -57,6 +58,8 @@ REVISION_COLUMNS: dict[str, str] = {
     "icl_score": "mean loss on a random span's first occurrence minus on its repeat (measure.behaviour)",
     "icl_score_lo": "lower end of icl_score's 95% bootstrap interval (the repeated batch's own resamples)",
     "icl_score_hi": "upper end of icl_score's 95% bootstrap interval",
+    "gu_sink_rate": "Gu et al. (2025)'s sink rate at the first key: gu_sink_share averaged over every head (layers x "
+                    "heads); NaN for records older than format 5",
 }
 _KEYS = ("panel", "revision", "step", "tokens", "tokens_b", "config_hash")  # the rest come from the behaviour block
 
@@ -114,11 +117,14 @@ class RecordSet:
         """One row per revision, token order: REVISION_COLUMNS and the norm columns (`revision_norm_columns`) from
         each sidecar's behaviour block; NaN where a record has none (format 1 / 2) or a value was not measured."""
         rows, streams = [], []
+        gu_rate = self.table.groupby("revision")["gu_sink_share"].mean().to_dict() \
+            if "gu_sink_share" in self.table.columns else {}  # mean over every (layer, head) of the revision
         for rev, meta in self.sidecars.items():
             block = meta.get("behaviour") or {}
             row = {"panel": self.panel, "revision": rev, "step": meta.get("step"), "tokens": meta["tokens"],
                    "tokens_b": meta["tokens"] / 1e9, "config_hash": meta["config_hash"],
-                   **{c: block.get(c) for c in REVISION_COLUMNS if c not in _KEYS}}
+                   **{c: block.get(c) for c in REVISION_COLUMNS if c not in _KEYS},
+                   "gu_sink_rate": gu_rate.get(rev)}
             for i, stream in enumerate(block.get("norm_streams") or []):
                 streams += [stream] if stream not in streams else []
                 for value in NORM_VALUES:

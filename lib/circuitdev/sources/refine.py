@@ -38,7 +38,8 @@ from circuitdev.atomic import write_atomic
 from circuitdev.errors import ConfigError, DataError, ModelUnavailableError
 from circuitdev.paths import results_dir as default_results_dir
 from circuitdev.sources.hub_revisions import list_hub_branches
-from circuitdev.sources.panels import Panel, Revision, load_panel
+from circuitdev.sources.panels import Panel, load_panel
+from circuitdev.sources.revision import Revision
 from circuitdev.sources.records import PanelRecords
 from circuitdev.sources.refined import add_refined
 

@@ -16,7 +16,7 @@ import pandas as pd
 from circuitdev.atomic import write_atomic
 from circuitdev.errors import DataError
 from circuitdev.locks import folder_lock
-from circuitdev.sources.panels import _NAME_RE, Revision
+from circuitdev.sources.revision import NAME_RE, Revision
 
 REFINED_FILE = "refined.yaml"
 REFINED_FORMAT = "circuitdev.refined/1"
@@ -42,7 +42,7 @@ def _entries(results_dir: str | os.PathLike, panel: str) -> list[dict]:
         raise DataError(f"{path} is not a {REFINED_FORMAT} list of revisions ({err}); fix it or delete it (its "
                         "records stay, but the panel forgets them)") from None
     for r in entries:  # a name becomes a record's file name: `../other/step1` would write into another panel
-        if not _NAME_RE.match(str(r["name"])):
+        if not NAME_RE.match(str(r["name"])):
             raise DataError(f"{path}: revision name {str(r['name'])!r} is not a plain name (letters, digits, '.', "
                             "'_' or '-'; it names the record's files in this panel's folder): fix or remove that "
                             "entry")
@@ -69,7 +69,7 @@ def add_refined(results_dir: str | os.PathLike, panel: str, revision: Revision, 
     """Add one revision to the panel's refined list (atomically; `why`: the refinement step that chose it)."""
     import yaml
 
-    if not _NAME_RE.match(revision.name):
+    if not NAME_RE.match(revision.name):
         raise DataError(f"refine: revision name {revision.name!r} is not a plain name (letters, digits, '.', '_' "
                         "or '-'); it would name files outside the panel's folder")
     path = refined_path(results_dir, panel)

@@ -151,11 +151,11 @@ class FinalCircuit:
 
 def final_circuit_of(panel: Panel, table: pd.DataFrame, *, config: dict | None, threshold: float,
                      batch_size: int) -> FinalCircuit | None:
-    """The final revision's induction circuit of `table` (a panel's developmental table; sources.ablate.final_circuit)
+    """The final revision's induction circuit of `table` (a panel's developmental table; sources.ablate.final_induction_spec)
     with the records' ProbeConfig (`config`, batch size `batch_size`); None when no head reaches the bar."""
-    from circuitdev.sources.ablate import final_circuit
+    from circuitdev.sources.ablate import final_induction_spec
 
-    final, spec = final_circuit(table, threshold)
+    final, spec = final_induction_spec(table, threshold)
     if not spec:
         return None
     cfg = panel.probe_config(**{k: v for k, v in (config or {}).items() if k not in ("device", "batch_size")})

@@ -19,13 +19,14 @@ Layout (DIR defaults to `<data>/results`, i.e. `data/results` of the repository)
 
 The sidecar's "behaviour" block and what each record format holds: `sources.record_format`, which also names the
 columns of every file (RECORD_COLUMNS, BOOT_COLUMNS, NULL_COLUMNS, BEHAVIOUR_BOOT_COLUMNS) and builds them from a
-probe's output (`record_table`, `boot_table`, `null_table`, `behaviour_boot_table`); they are re-exported here.
+probe's output (`record_table`, `boot_table`, `null_table`, `behaviour_boot_table`); import them from there.
 
-Per revision: `load_revision_table(DIR, panel)` returns one row per probed revision (refined ones included, token
-order) with the columns `records.REVISION_COLUMNS` -- the behaviour block flattened -- then the norms as
-norm_<value>_<stream> (norm_ratio_embed, norm_ratio_l0, ...; `records.revision_norm_columns`), then the
-ablation-over-training columns (`sources.ablate.ABLATION_COLUMNS`) where that table holds the revision; NaN where a
-record has no behaviour (format 1 and 2) or the ablation was not computed.
+Per revision: `sources.revision_table.load_revision_table(DIR, panel)` (the panel's records read together, not one
+record: its own module) returns one row per probed revision (refined ones included, token order) with the columns
+`records.REVISION_COLUMNS` -- the behaviour block flattened -- then the norms as norm_<value>_<stream>
+(norm_ratio_embed, norm_ratio_l0, ...; `records.revision_norm_columns`), then the ablation-over-training columns
+(`sources.ablate.ABLATION_COLUMNS`) where that table holds the revision; NaN where a record has no behaviour (format
+1 and 2) or the ablation was not computed.
 
 Which configuration a record holds: `DIR/<panel>/<revision>.parquet` is always the record of the configuration
 asked for last. A run whose `ProbeConfig.config_hash()` differs from the stored sidecar's moves the stored record to
@@ -48,8 +49,8 @@ re-probed with the draws on the selectivities' scale (`outdated_reason`, `null_b
 records are current.
 
 Which function to call: `sources.records.PanelRecords` to read a panel's records (the developmental table, its
-replicates, its null draws); `load_revision_table` for the per-revision values; `record_status` / `read_record` for
-one record; `sources.run.probe_panel` computes what is missing.
+replicates, its null draws); `sources.revision_table.load_revision_table` for the per-revision values;
+`record_status` / `read_record` for one record; `sources.run.probe_panel` computes what is missing.
 """
 
 from __future__ import annotations
@@ -68,11 +69,9 @@ from circuitdev import atomic
 from circuitdev.atomic import write_atomic
 from circuitdev.errors import DataError
 from circuitdev.locks import folder_lock
-from circuitdev.sources.panels import Panel, Revision
-# the record's format: re-exported, `from circuitdev.sources.store import RECORD_COLUMNS` (and the rest) stays valid
-from circuitdev.sources.record_format import (BEHAVIOUR_BOOT_COLUMNS, BOOT_COLUMNS, FORMAT, NULL_COLUMNS,  # noqa: F401
-                                             READABLE_FORMATS, RECORD_COLUMNS, REQUIRED_PROBE_COLUMNS, STORE_COLUMNS,
-                                             behaviour_boot_table, boot_table, null_baseline, null_table,
+from circuitdev.sources.panels import Panel
+from circuitdev.sources.revision import Revision
+from circuitdev.sources.record_format import (FORMAT, LEGACY_COLUMNS, READABLE_FORMATS, behaviour_boot_table, boot_table, null_table,
                                              outdated_reason, record_table)
 from circuitdev.sources.weights import weights_differ
 
@@ -199,7 +198,6 @@ def record_status(paths: RecordPaths, *, panel: str, revision: str, config_hash:
     return RecordStatus("complete", "", meta, outdated=outdated_reason(meta))
 
 
-
 def read_parquet(path: Path) -> pd.DataFrame:
     table = pd.read_parquet(io.BytesIO(path.read_bytes()))
     table.attrs = {}
@@ -216,23 +214,13 @@ def read_record(results_dir: str | os.PathLike, panel: str, revision: str, *,
             f"record {paths.parquet} is {status.state}: {status.reason}. Compute it with "
             f"`circuitdev probe --panel {panel} --revision {revision} --out {results_dir}`"
         )
-    table = read_parquet(paths.parquet)
+    table = read_parquet(paths.parquet).rename(columns=LEGACY_COLUMNS)
     if len(table) != status.sidecar["parquet"]["rows"]:
         raise DataError(f"record {paths.parquet}: {len(table)} rows, sidecar says {status.sidecar['parquet']['rows']}")
     return table, status.sidecar
 
 
-def read_sidecar(results_dir: str | os.PathLike, panel: str, revision: str) -> dict:
-    paths = record_paths(results_dir, panel, revision)
-    status = record_status(paths, panel=panel, revision=revision)
-    if not status.complete:
-        raise DataError(f"record {paths.sidecar} is {status.state}: {status.reason}")
-    return status.sidecar
-
-
 # ---------------------------------------------------------------------------------------------------------- writing
-
-
 
 
 def parquet_bytes(table: pd.DataFrame) -> bytes:
@@ -242,8 +230,6 @@ def parquet_bytes(table: pd.DataFrame) -> bytes:
     clean.attrs = {}
     clean.to_parquet(buf, engine="pyarrow", index=False)
     return buf.getvalue()
-
-
 
 
 def write_record(
@@ -362,22 +348,6 @@ def _write_record(paths: RecordPaths, panel: Panel, revision: Revision, table: p
     }
     write_atomic(paths.sidecar, json.dumps(sidecar, indent=2, sort_keys=False, default=_json_default) + "\n")
     return paths
-
-
-def load_revision_table(results_dir: str | os.PathLike | None, panel) -> pd.DataFrame:
-    """One row per probed revision of `panel` (a name, file or Panel; refined revisions included, token order):
-    `records.REVISION_COLUMNS`, the norm columns (`records.revision_norm_columns`) and the ablation-over-training
-    columns (sources.ablate.ABLATION_COLUMNS; NaN where not computed). Revisions without a complete record are left out;
-    a record without behaviour (format 1 / 2) gives NaN.
-
-    Implemented over `sources.records.PanelRecords` (`RecordSet.revision_table`) and `sources.ablate`; imported
-    here at call time because records imports this module (a function-level import keeps a real signature and
-    docstring here, unlike a module `__getattr__`)."""
-    from circuitdev.sources.ablate import with_ablation
-    from circuitdev.sources.records import PanelRecords
-
-    read = PanelRecords.open(results_dir, panel).read(on_missing="skip")
-    return with_ablation(read.revision_table(), read)
 
 
 def _json_default(value):

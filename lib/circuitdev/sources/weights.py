@@ -16,7 +16,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from circuitdev.sources.panels import Panel, Revision
+from circuitdev.sources.panels import Panel
+from circuitdev.sources.revision import Revision
 
 RECIPE_FILE = "recipe.json"  # written by `circuitdev toy train` into the toy panel's model folder
 

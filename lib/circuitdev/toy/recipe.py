@@ -277,15 +277,6 @@ def preset(name: str) -> ToyRecipe:
     return PRESETS[name]
 
 
-def preset_threads(name: str) -> int:
-    """torch threads one process training one family of preset `name` uses: every core it may run on for
-    ALL_CORES_PRESETS, else 1. The checkpoints depend on it, so whoever trains a preset (the CLI, the workshop) asks
-    here."""
-    if name not in ALL_CORES_PRESETS:
-        return 1
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def recipe_of(panel: str) -> tuple[str, ToyRecipe]:
     """(family, recipe) of a toy panel name, over every preset's panels ("toy-pythia-mini" -> gpt_neox, mini)."""
     for recipe in PRESETS.values():

@@ -85,7 +85,8 @@ def prepare_corpus(recipe: ToyRecipe, data_dir: Path | None = None) -> Path:
     docs = generate_corpus(recipe.seed, recipe.corpus_words, recipe.lexicon_size, n_topics=recipe.n_topics)
     tok = train_tokenizer(docs, recipe.vocab_size)
     stream = pack(tok, docs, EOS_ID)
-    tok.save(str(folder / "tokenizer.json"))
+    # atomic: the pipeline trains each toy panel in its own job, and those of one seed may build its corpus at once
+    write_atomic(folder / "tokenizer.json", tok.to_str(pretty=True))  # the bytes `save` writes
     buf = io.BytesIO()
     np.save(buf, stream)
     write_atomic(folder / "stream.npy", buf.getvalue())  # last: its presence says the corpus is complete

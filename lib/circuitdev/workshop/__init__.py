@@ -8,6 +8,8 @@ the instructor's code sits between `# BEGIN SOLUTION` / `# END SOLUTION`, and th
              likely cause ...", computed against the library or an independent computation on small inputs
     data     the toy checkpoints, their probe records, the live `mini` run and the authors' files, found (or trained,
              or probed) through the library, so a session runs from any working directory
+    paths    the workshop's own folder (what sessions write) and the recipe of the participant's `mini` run
+    session  a session parsed from its source: its exercises, their hint, solution and check cells
     build    one source -> a student edition (solutions replaced by `raise NotImplementedError("Exercise N.M: ...")`,
              hints folded), a solutions edition (executed) and the book's edition (`book_edition`: sphinx-exercise
              exercise / solution blocks, hints as dropdowns)
@@ -15,7 +17,7 @@ the instructor's code sits between `# BEGIN SOLUTION` / `# END SOLUTION`, and th
     machine  this machine's torch thread count, measured (the doctor stores it; the sessions read it)
     manifest what a build wrote (hashes), so that a rebuild never overwrites a participant's edited notebook
     diagrams each session's diagram: what it builds, with its exercises where they sit
-    plots    the few pictures the sessions share (the diagrams, attention rows of one sequence, the live loss curve)
+    plots    the few pictures the sessions share (attention rows of one sequence, the live loss curve)
 
 A session opens with `workshop.setup()`: plot style, one-line error display for exercises that are not done yet or
 whose check failed (no bare traceback), a strict mode in which a failed check stops "run all" where it failed, and

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import re
 
-from circuitdev.workshop.build import Session, _lines, hint_text
+from circuitdev.workshop.session import Session, cell_lines, hint_text
 
 
 def _fence(body: str, minimum: int = 3, char: str = "`") -> str:
@@ -39,7 +39,7 @@ def book_notebook(session: Session, solutions, *, executed: bool = True):
             continue
         if i in by_heading:
             ex = by_heading[i]
-            body = "\n".join(_lines(cell)[1:]).strip("\n")
+            body = "\n".join(cell_lines(cell)[1:]).strip("\n")
             hint = hint_text(session, ex)
             if hint:
                 colons = _fence(hint, char=":")
@@ -63,7 +63,7 @@ def book_notebook(session: Session, solutions, *, executed: bool = True):
                     f"{outer}{{solution}} {ex.label}\n{label}\n{inner}python\n{cell.source.strip()}\n{inner}\n{outer}"))
             continue
         cells.append(cell)
-        if not intro_done and cell.cell_type == "markdown" and any(l.startswith("# ") for l in _lines(cell)):
+        if not intro_done and cell.cell_type == "markdown" and any(l.startswith("# ") for l in cell_lines(cell)):
             cells.append(nbformat.v4.new_markdown_cell(book_note(session, executed)))
             intro_done = True
     nb.cells = cells

@@ -14,8 +14,8 @@
     published()                        the authors' files (`circuitdev.paths.published_dir()`), or None
                                        (`published_note()` says why, naming the missing files of an incomplete copy)
 
-The workshop's own folder, `workshop_dir()` ($CIRCUITDEV_WORKSHOP, else <data>/toy/_workshop), holds everything a
-session writes: the mini run (its checkpoints under toy/, its panel file under panels/, its loss log), the probe records
+The workshop's own folder, `workshop.paths.workshop_dir()` ($CIRCUITDEV_WORKSHOP, else <data>/toy/_workshop), holds
+everything a session writes: the mini run (its checkpoints under toy/, its panel file under panels/, its loss log), the probe records
 of the mini run (results/) and this machine's measured thread count (machine.json). The toy panels and their records
 in the data folder are only read (or trained / probed when missing, as `circuitdev toy train` and `probe` would). A
 mini run pre-trained in the data folder (`circuitdev toy train --preset mini`) is reused from there, read only.
@@ -36,28 +36,15 @@ from typing import Iterator
 
 from circuitdev import paths
 from circuitdev.errors import ConfigError
-from circuitdev.toy.recipe import ToyRecipe, preset, recipe_of
+from circuitdev.toy.recipe import ToyRecipe, recipe_of
 from circuitdev.toy.train import panel_file, panel_ready
+from circuitdev.workshop.paths import mini_recipe, workshop_dir, workshop_results_dir
 
 DEFAULT_PANEL = "toy-pythia"  # the GPT-NeoX-like toy: induction heads and, in layers 2-3, attention sinks
-MINI_PRESET = "mini"
 WINDOW_KINDS = ToyRecipe().window_kinds  # what the default toy panels train on: text, periodic, repeat, backcopy
-WORKSHOP_ENV = "CIRCUITDEV_WORKSHOP"  # the workshop's own folder (default <data>/toy/_workshop)
-__all__ = ["DEFAULT_PANEL", "MINI_PRESET", "WINDOW_KINDS", "WORKSHOP_ENV", "MiniRun", "attention_patterns",
-           "ensure_toy", "final_revision", "is_mini", "mini_recipe", "mini_root", "mini_table", "panel_ready",
-           "prepare_sessions", "published", "published_note", "published_problem", "recipe_of", "toy_config",
-           "toy_model", "toy_table", "train_mini", "training_plan", "windows", "workshop_dir", "workshop_results_dir"]
-
-
-def workshop_dir() -> Path:
-    """The workshop's own folder: $CIRCUITDEV_WORKSHOP, else <data>/toy/_workshop (git-ignored with data/toy). The
-    participant's mini run, its records and loss log, and this machine's measured thread count live here."""
-    value = os.environ.get(WORKSHOP_ENV, "").strip()
-    return Path(value).expanduser().resolve() if value else paths.toy_dir() / "_workshop"
-
-
-def workshop_results_dir() -> Path:
-    return workshop_dir() / "results"
+__all__ = ["DEFAULT_PANEL", "WINDOW_KINDS", "MiniRun", "attention_patterns", "ensure_toy", "final_revision", "is_mini",
+           "mini_root", "mini_table", "prepare_sessions", "published", "published_note", "published_or_problem",
+           "published_problem", "toy_config", "toy_model", "toy_table", "train_mini", "training_plan", "windows"]
 
 
 @contextlib.contextmanager
@@ -76,10 +63,6 @@ def _lock(name: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-# recipe_of (panel name -> family, recipe) and panel_ready (its panel file and probed checkpoints on disk) are the
-# toy package's (circuitdev.toy.recipe / circuitdev.toy.train), imported above under the names the sessions use.
 
 
 def is_mini(panel: str) -> bool:
@@ -201,11 +184,6 @@ class MiniRun:
     @property
     def tokens_per_step(self) -> int:
         return recipe_of(self.panel)[1].tokens_per_step
-
-
-def mini_recipe() -> ToyRecipe:
-    """Session 2's recipe: the `mini` toy preset (a ConfigError naming the presets where it is missing)."""
-    return preset(MINI_PRESET)
 
 
 def training_plan(*, log=print):
@@ -355,16 +333,18 @@ def published():
     """The authors' published files (`circuitdev.paths.published_dir()`: $CIRCUITDEV_PUBLISHED, else
     <data>/published) as `PublishedData`, or None when the folder is absent, incomplete or unreadable
     (`published_problem()` says which)."""
-    return _published()[0]
+    return published_or_problem()[0]
 
 
 def published_problem() -> str | None:
     """Why `published()` is None: the folder is absent, or the reader's one line (an incomplete copy: the files it
     lacks and the command that completes it); None when the files are there."""
-    return _published()[1]
+    return published_or_problem()[1]
 
 
-def _published():
+def published_or_problem():
+    """(`PublishedData`, None) when the authors' files are usable, else (None, why not): `published()` and
+    `published_problem()` in one read."""
     from circuitdev.errors import DataError
     from circuitdev.sources.published import load_published
 

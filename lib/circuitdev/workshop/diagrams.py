@@ -101,11 +101,6 @@ DIAGRAMS: dict[int, tuple[str, tuple[Row, ...]]] = {
 }
 
 
-def diagram_exercises(session: int) -> list[str]:
-    """The exercise ids a session's diagram shows, in order of appearance."""
-    return [e for row in DIAGRAMS[session][1] for box in row.boxes for e in box.exercises]
-
-
 def session_diagram(session: int, *, width: float = 7.2):
     """The Figure of a session's diagram (rows of boxes and arrows, a legend of the box kinds), `width` inches wide
     (four boxes a row: readable in a book's text column)."""

@@ -69,8 +69,10 @@ def check_mini_run() -> Result:
     this machine's thread choice (the one `check_threads` stored; measured now when there is none)."""
     from circuitdev.errors import ConfigError
     from circuitdev.paths import relative_to_repo
+    from circuitdev.toy.train import panel_ready
     from circuitdev.workshop import machine
-    from circuitdev.workshop.data import mini_recipe, mini_root, panel_ready, trained_seconds
+    from circuitdev.workshop.data import mini_root, trained_seconds
+    from circuitdev.workshop.paths import mini_recipe
 
     try:
         recipe = mini_recipe()
@@ -159,10 +161,10 @@ def check_toy_records() -> Result:
 
 def check_published() -> Result:
     from circuitdev.paths import published_dir, relative_to_repo
-    from circuitdev.workshop.data import _published
+    from circuitdev.workshop.data import published_or_problem
 
     folder = relative_to_repo(published_dir())
-    data, problem = _published()
+    data, problem = published_or_problem()
     if data is not None:
         partial = f"; PARTIAL: {len(data.missing)} file(s) missing" if data.partial else ""
         return Result("published", "ok" if not data.partial else "warn",
@@ -184,7 +186,7 @@ def check_frontend() -> Result:
 
 
 def check_sessions() -> Result:
-    from circuitdev.workshop.build import discover, parse_session
+    from circuitdev.workshop.session import discover, parse_session
 
     sessions = [parse_session(p) for p in discover()]
     if not sessions:

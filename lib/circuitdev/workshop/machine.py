@@ -26,7 +26,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-MACHINE_FILE = "machine.json"  # in `circuitdev.workshop.data.workshop_dir()`
+from circuitdev.workshop.paths import mini_recipe, workshop_dir
+
+MACHINE_FILE = "machine.json"  # in `circuitdev.workshop.paths.workshop_dir()`
 ROUNDS = 2  # interleaved rounds per candidate
 STEPS_PER_ROUND = 4  # timed optimiser steps per round (after one warm-up step)
 DROP_AFTER = 3.0  # a count this many times slower than the best after the first round is not timed again
@@ -125,8 +127,6 @@ def duration(seconds: float) -> str:
 
 def step_timer(family: str = "gpt_neox") -> StepTimer:
     """(threads, steps) -> seconds per optimiser step of the mini preset's model, measured here."""
-    from circuitdev.workshop.data import mini_recipe
-
     recipe = mini_recipe()
     return lambda threads, steps: training_seconds(recipe, family, steps=steps, threads=threads) / recipe.steps
 
@@ -137,8 +137,6 @@ def measure(*, timer: StepTimer | None = None, counts: list[int] | None = None, 
     count `DROP_AFTER` times slower than the best in the first round is not timed again).
     `timer` (default: the mini model's optimiser steps) is what tests replace: no wall clock there."""
     import torch
-
-    from circuitdev.workshop.data import mini_recipe
 
     timer = timer or step_timer()
     counts = counts or candidates()
@@ -155,8 +153,6 @@ def measure(*, timer: StepTimer | None = None, counts: list[int] | None = None, 
 
 
 def machine_file() -> Path:
-    from circuitdev.workshop.data import workshop_dir
-
     return workshop_dir() / MACHINE_FILE
 
 

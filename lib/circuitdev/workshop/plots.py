@@ -1,5 +1,5 @@
-"""The pictures the sessions share: each session's diagram (`session_diagram`, from `circuitdev.workshop.diagrams`),
-one sequence's attention rows, and the live view of a training run.
+"""The pictures the sessions share: one sequence's attention rows and the live view of a training run (each
+session's diagram: `circuitdev.workshop.diagrams.session_diagram`).
 
 matplotlib only (PNG in the notebook, no JavaScript, nothing from a CDN): every picture works offline and in the book.
 """
@@ -11,9 +11,6 @@ import io
 import time
 
 import numpy as np
-
-# what the sessions call: plots.session_diagram(n)
-from circuitdev.workshop.diagrams import session_diagram  # noqa: F401
 
 
 def attention_rows(rows, *, first_a: int, title: str = "", marks: dict[int, str] | None = None):

@@ -157,13 +157,13 @@ def run_differences(dev: pd.DataFrame, panels: Mapping[str, Any] | None = None) 
 
 def panel_files(names) -> dict[str, Any]:
     """The panel file of each name that has one (`sources.panels.load_panel`, hub ids left unresolved), with the
-    published run's tokens per step (`sources.published.PUBLISHED_PANELS`) where the file states none (OLMo's
+    published run's tokens per step (`sources.published_panels.PUBLISHED_PANELS`) where the file states none (OLMo's
     revisions are labelled by tokens)."""
     from dataclasses import replace
 
     from circuitdev.errors import ConfigError
     from circuitdev.sources.panels import load_panel
-    from circuitdev.sources.published import PUBLISHED_PANELS
+    from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
     out = {}
     for name in names:

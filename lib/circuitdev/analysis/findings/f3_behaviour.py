@@ -2,7 +2,7 @@
 stated bar -- top-1 accuracy at the query, the in-context-learning score, the top-1 lost when the final circuit is
 ablated -- with the rules, censoring columns and windows of `f3_milestones.milestones`, and the order of the
 behavioural and attention milestones per model in words (`milestone_order`). Pure functions over the revision table
-(`sources.store.load_revision_table`) and the behaviour replicates (`RecordSet.behaviour_boot`)."""
+(`sources.revision_table.load_revision_table`) and the behaviour replicates (`RecordSet.behaviour_boot`)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ _LABELS = {"top1": "top-1", "icl_score": "repeat (copy) score", "top1_drop": "ci
 @dataclass(frozen=True)
 class BehaviourMilestone:
     name: str  # column-safe id, e.g. "top1_25pct"
-    measure: BehaviourMeasure  # a column of the revision table (sources.store.load_revision_table)
+    measure: BehaviourMeasure  # a column of the revision table (sources.revision_table.load_revision_table)
     level: float  # reached when measure >= level (> for excess_drop_lo; fractions: 0.25 = 25%, 25 pp)
 
     def __post_init__(self) -> None:
@@ -83,7 +83,7 @@ def behaviour_milestones(revisions: pd.DataFrame, *, specs: Sequence[BehaviourMi
     """F3 beside behaviour: the first revision at which each behavioural measure reaches its level, with the same
     rules as `milestones` (first hit, or `sustained`; censoring columns; windows).
 
-    `revisions`: one row per revision (`sources.store.load_revision_table`, any panels): panel, revision, tokens_b
+    `revisions`: one row per revision (`sources.revision_table.load_revision_table`, any panels): panel, revision, tokens_b
     and the measures (top1, icl_score, top1_drop). A (panel, milestone) whose measure was never measured there
     (all NaN: an old record, no ablation over training) gives no row; revisions where it is NaN are left out of its
     milestone (its first and last revision, for the censoring, are the first and last it was measured at).

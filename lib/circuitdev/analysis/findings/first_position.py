@@ -39,7 +39,7 @@ def stream_words(stream: str) -> str:
 
 def position_norms(rev: pd.DataFrame) -> pd.DataFrame:
     """The revision table's norm_ratio_<stream>, norm_pos0_<stream>, norm_median_<stream> columns
-    (sources.store.load_revision_table; one row per panel and revision) as one row per (panel, revision, stream),
+    (sources.revision_table.load_revision_table; one row per panel and revision) as one row per (panel, revision, stream),
     NORM_COLUMNS, in the table's revision order. Records without norms (formats 1 / 2) give no rows."""
     streams = [m.group(1) for c in rev.columns if (m := _STREAM.match(str(c)))]
     if rev.empty or not streams:

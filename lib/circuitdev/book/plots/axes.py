@@ -67,7 +67,7 @@ class TokenAxis:
     """How one tier's training tokens map to x: a log or a linear scale over its non-zero revisions, whichever puts
     the median revision nearer the middle of the axis (log for the real models' log-spaced revisions, linear for the
     toy's dense grid), starting at the first non-zero revision; step 0 (initialisation) sits apart at the left,
-    labelled "init", behind a dotted line. Each tier gets its own, so the toy's range fills its axes."""
+    labelled "init". Each tier gets its own, so the toy's range fills its axes."""
 
     scale: str  # "log" | "linear"
     lo: float  # first non-zero token count
@@ -122,9 +122,7 @@ class TokenAxis:
             ticks = [t for t in ax.get_xticks() if self.lo * 0.999 <= t <= self.hi * 1.001 or
                      (self.scale == "log" and self.lo <= t <= self.hi)]
             ax.set_xticks([self.init_x, *ticks], ["init", *[token_tick(t) for t in ticks]])
-            sep = np.sqrt(self.init_x * self.lo) if self.scale == "log" else (self.init_x + self.lo) / 2
-            ax.axvline(sep, color="grey", lw=0.8, ls=":", zorder=0)
-            label += "; init = step 0, left of the dotted break"
+            label += "; init = step 0"  # (no dotted line after it: readers took it for a marked event)
         ax.set_xlabel(label)
 
 
@@ -145,6 +143,11 @@ def placeholder(message: str, *, title: str = "No data to plot", size: tuple[flo
     ax.set_title(title)
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, fontsize=10, transform=ax.transAxes)
     return fig
+
+
+# The width a full-width figure is shown at, in inches at the book's 110 dpi (about 1100-1200 px; see
+# display.MAX_FIGURE_PX): figures lay their panels out for it
+PAGE_WIDTH_IN = 11.0
 
 
 def tier_columns(df: pd.DataFrame, *, height: float = 3.6, width: float = 4.6, sharey: bool = True,
@@ -212,13 +215,20 @@ def tier_title(tier: str) -> str:
 
 
 def tier_lines(df: pd.DataFrame, *, height: float, width: float, sharey: bool = True, **columns):
-    """The start of a line figure with one column per tier (`df`: a findings table + tier): the figure, one colour
-    per panel, and per tier (axes, tier, its rows with `tokens` and `columns` added (DataFrame.assign), its
+    """The start of a line figure with one panel per tier (`df`: a findings table + tier; as many a row as
+    PAGE_WIDTH_IN holds): the figure, one colour per panel, and per tier (axes, tier, its rows with `tokens` and `columns` added (DataFrame.assign), its
     TokenAxis)."""
-    fig, axes, tiers = tier_columns(df, height=height, width=width, sharey=sharey)
+    tiers = list(pd.unique(df["tier"]))
+    # as many tiers a row as the page's width holds (PAGE_WIDTH_IN), the rest below: drawn at the width it is shown
+    ncols = min(len(tiers), max(1, int(PAGE_WIDTH_IN // width)))
+    nrows = -(-len(tiers) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), sharey=sharey, squeeze=False,
+                             layout="constrained")
+    for ax in axes.flat[len(tiers):]:
+        ax.axis("off")
     colors = palette(list(pd.unique(df["panel"])))
     per_tier = []
-    for ax, tier in zip(axes[0], tiers):
+    for ax, tier in zip(axes.flat, tiers):
         g = df[df["tier"] == tier].assign(tokens=lambda d: token_counts(d), **columns)
         per_tier.append((ax, tier, g, TokenAxis.of(g["tokens"])))
     return fig, colors, per_tier

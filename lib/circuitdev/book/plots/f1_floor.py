@@ -18,9 +18,9 @@ from circuitdev.schema import BOS_THRESHOLD
 
 def bos_layer_heatmaps(layers: pd.DataFrame, *, threshold: float = BOS_THRESHOLD,
                        floor_layers: Sequence[int] = (0, 1),
-                       heads_per_layer: dict[str, int] | None = None, col_wrap: int = 3) -> Figure:
+                       heads_per_layer: dict[str, int] | None = None, col_wrap: int = 2) -> Figure:
     """F1: BOS-class heads (first-token ≥ threshold) per layer over revisions, one heatmap per (tier, panel); the
-    floor layers are outlined. `layers`: findings.layer_counts + tier."""
+    floor layers are outlined, two a row (the page's width). `layers`: findings.layer_counts + tier."""
     if layers.empty:
         return placeholder("No developmental table from any tier.", title="BOS heads per layer")
     keys = list(layers[["tier", "panel"]].drop_duplicates().itertuples(index=False, name=None))

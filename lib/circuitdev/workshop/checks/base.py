@@ -125,8 +125,8 @@ class Hint:
 
 def hint(exercise: str) -> Hint:
     """Exercise `exercise`'s hint ("2.1"), from its session's source -- the same text the notebook folds under the
-    exercise (`circuitdev.workshop.build.hint`)."""
-    from circuitdev.workshop.build import hint as hint_of
+    exercise (`circuitdev.workshop.session.hint`)."""
+    from circuitdev.workshop.session import hint as hint_of
 
     return Hint(exercise, hint_of(exercise))
 

@@ -257,7 +257,7 @@ class Chapter:
         and `<prefix>-verdict-<key>-<tier>` (every model of a present tier in one line, "does not apply" when it has
         no row for the claim). show=False glues only. Returns the verdicts (+ tier)."""
         from circuitdev.analysis.findings.claim import ALL  # the row about every model at once: in the table only
-        from circuitdev.sources.published import PUBLISHED_PANELS
+        from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
         key = claim.lower().replace(".", "-")
         verdicts = self.apply(_claim_verdicts, claim)

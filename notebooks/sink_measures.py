@@ -16,9 +16,11 @@
 # has something to copy, so a head that parks on position 0 only when it has nothing to do — a "dormant" head —
 # is invisible to it. Every record of our own probe also holds two measures over *all* queries: the all-query
 # first-token score (the same ratio, averaged over every query from position {glue:text}`sink-allq-skip` on) and
-# the sink rate of {cite:t}`gu2025attention`, the mean attention *mass* on position 0 over the same queries, a sink when
-# above ε = {glue:text}`sink-epsilon`. The authors' files hold the first measure only, so the comparison is made on
-# the toy and measured tiers; the published tier appears with its one measure.
+# the all-query *mass* rule, the mean attention mass on position 0 over the same queries, a sink when above
+# ε = {glue:text}`sink-epsilon` (the ε of {cite:t}`gu2025attention`). That rule is not Gu et al.'s sink rate, which
+# each record also holds exactly (the last section): they average over every query, query 0 included, and threshold
+# each sequence before averaging. The authors' files hold the first measure only, so the comparison is made on the
+# toy and measured tiers; the published tier appears with its one measure.
 #
 # **What we compute** (`findings.sink_measures`): per head and revision which measures call it a sink
 # (`sink_flags`), how many heads each flags (`measure_counts`), whether they pick the same heads
@@ -53,14 +55,14 @@ configs = {p: c for t in ch.tiers.present for p, c in t.probe_configs.items()}
 ch.glue("allq-skip", min((c.get("allq_skip", 4) for c in configs.values()), default=ch.paper.allq_skip))
 flags = ch.apply(findings.sink_flags, bos_threshold=bos_threshold, allq_threshold=allq_threshold, epsilon=epsilon)
 records = flags[flags["tier"] != "published"] if len(flags) else flags
-names = {"second_a": "second-A", "all_query": "all-query", "gu": "Gu et al."}
+names = {"second_a": "second-A", "all_query": "all-query", "mass": "all-query mass"}
 
 # %% [markdown]
 # ## How many heads each measure calls a sink
 #
 # {numref}`fig-sink-counts` counts the heads each measure flags at every revision. At the final revision the
 # second-A measure flags {glue:text}`sink-final-second-a`, the all-query score {glue:text}`sink-final-all-query`
-# and Gu et al.'s sink rate {glue:text}`sink-final-gu` (toy and measured panels).
+# and the all-query mass rule {glue:text}`sink-final-mass` (toy and measured panels).
 
 # %% tags=["remove-input"]
 counts = pd.concat([findings.measure_counts(g.drop(columns="tier")).assign(tier=tier)
@@ -76,7 +78,7 @@ for m in findings.SINK_MEASURES:
 # %% tags=["remove-input", "full-width"]
 ch.figure(plots.sink_counts(counts), name="fig-sink-counts",
           caption=f"Heads called a sink at each revision: second-A first-token selectivity ≥ {bos_threshold:g}× (the "
-                  f"paper's, blue), all-query first-token selectivity ≥ {allq_threshold:g}× (orange), Gu et al.'s "
+                  f"paper's, blue), all-query first-token selectivity ≥ {allq_threshold:g}× (orange), the all-query "
                   f"attention mass on position 0 > {epsilon:g} (green); one axis per model and tier (the published "
                   "tier has the first only).")
 
@@ -85,8 +87,8 @@ ch.figure(plots.sink_counts(counts), name="fig-sink-counts",
 #
 # Over every (revision, head) of a panel, the Jaccard overlap of the heads two measures flag, and the heads each
 # flags at some revision (the table below). Second-A against all-query:
-# {glue:text}`sink-jaccard-second-a-all-query`; second-A against Gu et al.: {glue:text}`sink-jaccard-second-a-gu`;
-# all-query against Gu et al.: {glue:text}`sink-jaccard-all-query-gu`. The three pick the same set of heads over
+# {glue:text}`sink-jaccard-second-a-all-query`; second-A against the mass rule:
+# {glue:text}`sink-jaccard-second-a-mass`; all-query against the mass rule: {glue:text}`sink-jaccard-all-query-mass`. The three pick the same set of heads over
 # the run in {glue:text}`sink-same-heads` of the {glue:text}`sink-panels` panels with records.
 
 # %% tags=["remove-input"]
@@ -94,7 +96,7 @@ agreement = pd.concat([findings.measure_agreement(g.drop(columns="tier")).assign
                        for tier, g in records.groupby("tier", sort=False)], ignore_index=True) if len(records) else \
     pd.DataFrame(columns=["tier", *findings.AGREEMENT_COLUMNS])
 agreement = agreement[["tier", *findings.AGREEMENT_COLUMNS]]
-for a, b in (("second_a", "all_query"), ("second_a", "gu"), ("all_query", "gu")):
+for a, b in (("second_a", "all_query"), ("second_a", "mass"), ("all_query", "mass")):
     rows = agreement[(agreement["first"] == a) & (agreement["second"] == b)]
     ch.glue_list(f"jaccard-{a.replace('_', '-')}-{b.replace('_', '-')}",
                  rows.assign(text=[f"{j:.2f}" if pd.notna(j) else "none flagged" for j in rows["jaccard"]]), "text",
@@ -137,8 +139,8 @@ else:
 # %% tags=["remove-input", "full-width"]
 ch.figure(plots.sink_timeline(records), name="fig-sink-timeline", tiers=["toy", "measured"],
           caption="One row per head some measure calls a sink; a marker at every revision a measure does (blue "
-                  "circle: second-A selectivity; orange square: all-query selectivity; green triangle: Gu et al.'s "
-                  "mass). Toy and measured panels.")
+                  "circle: second-A selectivity; orange square: all-query selectivity; green triangle: the all-query "
+                  "mass rule). Toy and measured panels.")
 
 # %% tags=["remove-input"]
 if len(onsets):
@@ -151,8 +153,8 @@ if len(onsets):
 #
 # F1 says layers {glue:text}`sink-floor-layers` never hold a sink. {numref}`fig-sink-floor` draws, per revision,
 # the lowest layer holding a head each measure flags. Under the second-A measure the floor
-# {glue:text}`sink-floor-second-a`; under the all-query score {glue:text}`sink-floor-all-query`; under Gu et al.'s
-# rate {glue:text}`sink-floor-gu`. In the published tier (second-A only): {glue:text}`sink-floor-pub`.
+# {glue:text}`sink-floor-second-a`; under the all-query score {glue:text}`sink-floor-all-query`; under the all-query
+# mass rule {glue:text}`sink-floor-mass`. In the published tier (second-A only): {glue:text}`sink-floor-pub`.
 
 # %% tags=["remove-input"]
 ch.glue("floor-layers", " and ".join(map(str, floor_layers)))
@@ -222,7 +224,7 @@ ch.figure(plots.first_position_norms(norms, records), name="fig-sink-norms",
 # A ratio and a mass are different bars, and how different depends on the context length: with a mass m on
 # position 0 and the rest spread evenly over T − 1 positions, the selectivity is about m (T − 1) / (1 − m). So a
 # 30× selectivity means a mass of {glue:text}`sink-mass-paper` at the paper's T = 256 but
-# {glue:text}`sink-mass-toy` at the toy's T = {glue:text}`sink-toy-t`, close to Gu et al.'s ε: at the toy's length
+# {glue:text}`sink-mass-toy` at the toy's T = {glue:text}`sink-toy-t`, close to the mass rule's ε: at the toy's length
 # the all-query ratio and the mass ask for nearly the same thing, and the two disagree mainly through the ratio's
 # baseline. The second-A measure sees one query per sequence, one that always has a match to copy; the other two
 # see every query, including those with nothing to do.
@@ -233,3 +235,35 @@ toy_t = sorted({int(c.get("seq_len", 0)) for p, c in (ch.tiers["toy"].probe_conf
 ch.glue("mass-paper", findings.mass_for_selectivity(bos_threshold, ch.paper.seq_len), "{:.2f}")
 ch.glue("toy-t", ", ".join(map(str, toy_t)) or None, absent="n/a")
 ch.glue("mass-toy", findings.mass_for_selectivity(bos_threshold, toy_t[0]) if toy_t else None, "{:.2f}", absent="n/a")
+
+# %% [markdown]
+# ## Gu et al.'s sink rate, exactly
+#
+# {cite:t}`gu2025attention` measure sinks as a *rate*: for each sequence, layer and head, the attention on the first
+# token averaged over every query of the sequence — query 0, which can only attend to itself, included — is a sink
+# when above ε = 0.3, and the indicator is averaged over sequences, layers and heads. Every record of format 5 holds
+# each head's share of sequences over ε (`gu_sink_share`), and the revision table its mean over the heads
+# (`gu_sink_rate`). It differs from the all-query mass rule above in three ways:
+#
+# - **query set**: every query, query 0 included (its mass on position 0 is 1, which lifts short sequences), where
+#   the mass rule starts at query {glue:text}`sink-allq-skip`;
+# - **threshold order**: each sequence is thresholded before the average over sequences, where the mass rule
+#   averages over sequences first and asks the average for ε — a share of sequences, not a yes or no per head;
+# - **input text**: Gu et al. used natural text, where our probe feeds the synthetic induction batch.
+#
+# {numref}`fig-sink-rates` draws both rates over training. At the final revision Gu et al.'s rate is
+# {glue:text}`sink-gu-rate-final` and the share of heads over the mass rule {glue:text}`sink-mass-rate-final`
+# (toy and measured panels).
+
+# %% tags=["remove-input", "full-width"]
+rates = ch.apply(findings.sink_rates, epsilon=epsilon)
+rates = rates.assign(tokens=rates["tokens_b"] * 1e9) if len(rates) else rates.assign(tokens=[])  # the token axis
+final_rates = rates.groupby(["tier", "panel"], sort=False).tail(1) if len(rates) else rates
+final_rates = final_rates[final_rates["tier"] != "published"] if len(final_rates) else final_rates
+ch.glue_list("gu-rate-final", final_rates, "gu_sink_rate", "{:.0%}", missing="not measured (a record older than "
+             "format 5)", absent="n/a (no toy or measured records)")
+ch.glue_list("mass-rate-final", final_rates, "mass_sink_rate", "{:.0%}", absent="n/a (no toy or measured records)")
+ch.figure(plots.sink_rates(rates), name="fig-sink-rates", tiers=["toy", "measured"],
+          caption="Gu et al.'s sink rate (the share of sequences in which a head's attention to position 0, averaged "
+                  "over every query, exceeds 0.3, averaged over the heads; red) and the share of heads whose mean "
+                  f"all-query mass on position 0 exceeds {epsilon:g} (green), per revision; toy and measured panels.")

@@ -210,7 +210,8 @@ plt.show()
 #
 # Write `parking_share(attn0, eps, skip)`: `attn0` (N, L, H, T) holds, for every sequence, head and query position q,
 # the attention of query q on position 0. Return the (L, H) share of (sequence, query ≥ skip) pairs where that
-# attention is strictly above `eps` — the Gu et al. sink rate, per head.
+# attention is strictly above `eps` — a per-query cousin of Gu et al.'s sink rate (they average each sequence's
+# queries first, query 0 included, then threshold the sequence; the book's sink-measures page holds theirs).
 
 # %% [markdown]
 # #### Hint

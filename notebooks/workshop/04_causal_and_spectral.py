@@ -217,7 +217,7 @@ for seed, group in anywhere.groups:
 upper = {layer: list(range(layout.n_heads)) for layer in sharp}
 rows.append({"condition": "upper_bound", "label": "upper bound (whole layers)",
              "n_ablated": sum(map(len, upper.values())), "spec": head_names(upper), **ablated_metrics(upper)})
-ablation = pd.DataFrame(rows)
+ablation = pd.DataFrame(rows).assign(n=batch.n)  # n: the sequences behind each top-1 (the bars' intervals)
 
 # how many distinct matched-random draws the seeds gave, and why (computed from the screen and the layer size)
 outside = {l: layout.n_heads - len(hs) for l, hs in sharp.items()}  # heads of each screened layer outside the screen

@@ -221,7 +221,7 @@ class Chapter:
         table = self.apply(findings.robustness_table, claims=[claim]) if table is None else \
             table[table["claim"] == claim] if len(table) else table
         hangs = self.apply(findings.hangs_on, claim)
-        ranges, held = {}, {}
+        ranges, held, summary = {}, {}, []
         for tier in TIERS:
             rows = table[table["tier"] == tier] if len(table) else table
             ranges[tier] = findings.ranges_sentence(rows, claim, names=names) if len(rows) else None
@@ -232,15 +232,21 @@ class Chapter:
             panels = dict.fromkeys([*(PUBLISHED_PANELS if tier == "published" else []), *rows.get("panel", [])])
             for p in panels:
                 one = rows[rows["panel"] == p] if len(rows) else rows
-                self.glue(f"robust-{key}-{TIER_KEYS[tier]}-{_short_panel(p)}-ranges",
-                          findings.ranges_sentence(one, claim, names={p: ""}) if len(one) else None)
-                self.glue(f"robust-{key}-{TIER_KEYS[tier]}-{_short_panel(p)}-hangs-on",
-                          "; ".join(h.loc[h["panel"] == p, "text"]) if len(h) else None)
+                where = findings.ranges_sentence(one, claim, names={p: ""}) if len(one) else None
+                why = "; ".join(h.loc[h["panel"] == p, "text"]) if len(h) else None
+                self.glue(f"robust-{key}-{TIER_KEYS[tier]}-{_short_panel(p)}-ranges", where)
+                self.glue(f"robust-{key}-{TIER_KEYS[tier]}-{_short_panel(p)}-hangs-on", why)
+                if where or why:
+                    summary.append({"evidence": TIER_LABELS[tier].split(" (")[0], "model": names.get(p, p),
+                                    "holds for bars": where or "—", "at the paper's bar it hangs on": why or "—"})
         self.glue(f"robust-{key}-ranges", "; ".join(f"{TIER_LABELS[t].split(' (')[0]}: {r}" for t, r in
                                                    ranges.items() if r) or None)
         first = next((held[t] for t in TIERS if held[t]), None)
         self.glue(f"robust-{key}-hangs-on", first)
-        if figure:
+        if figure:  # a findings page: the same sentences as a small table (one row a model), then the curves
+            if summary:
+                self.table(pd.DataFrame(summary), caption=f"How robust {claim} is, per model: the bars at which the "
+                           "paper's statement holds under the paper's rule, and what it hangs on at the paper's bar.")
             self.figure(plots.robustness_curves(table, claim, rules=rules), name=f"fig-{self.prefix}-robust-{key}",
                         caption=caption or f"How robust {claim} is: its value at every bar of the grid, one panel "
                         "per model; filled markers where the paper's statement holds, hollow where it fails, triangles "

@@ -6,8 +6,11 @@ Every probe record holds, per head (`measure.probe.head_table`):
     all_query  the all-query first-token score (`sel_first_token_allq`: attention on position 0 over every query
                from allq_skip on, over the same baseline, a ratio of means) >= allq_threshold (30x by default, the
                paper's bar; the paper has no all-query measure)
-    gu         the sink rate of Gu et al. (2025): the mean attention MASS on position 0 over the same queries
-               (`mass_first_token_allq`) > epsilon (0.3), a mass, not a ratio
+    mass       the all-query mass rule: the mean attention MASS on position 0 over the same queries, sequences
+               averaged first (`mass_first_token_allq`), > epsilon (0.3), a mass, not a ratio -- after Gu et al.
+               (2025)'s epsilon, but not their formula, which averages over every query (query 0 included) and
+               thresholds each sequence before averaging: that is each record's `gu_sink_share`, and its mean over
+               heads the revision's `gu_sink_rate` (`sink_rates` puts the two rates side by side)
 
 The second-A query always has something to copy, so a head that parks on position 0 only when it has no match (a
 "dormant" head) is invisible to it; the all-query measures see it. A ratio and a mass also move differently with
@@ -35,26 +38,26 @@ from circuitdev.analysis.devtable import panel_order, revisions
 from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, head_name, parse_head
 
-__all__ = ["SINK_MEASURES", "sink_flags", "measured", "measure_counts", "AGREEMENT_COLUMNS", "measure_agreement",
+__all__ = ["SINK_MEASURES", "SINK_RATE_COLUMNS", "sink_rates", "sink_flags", "measured", "measure_counts", "AGREEMENT_COLUMNS", "measure_agreement",
            "sink_onsets", "lowest_layers", "FLOOR_COLUMNS", "floor_by_measure", "floor_texts", "mass_for_selectivity"]
 
-SinkMeasure = Literal["second_a", "all_query", "gu"]
+SinkMeasure = Literal["second_a", "all_query", "mass"]
 SINK_MEASURES: dict[str, str] = {
     "second_a": "first-token selectivity at the second A (the paper's)",
     "all_query": "all-query first-token score",
-    "gu": "Gu et al. (2025) sink rate (attention mass)",
+    "mass": "all-query attention mass on position 0 above epsilon",
 }
 MEASURE_COLUMNS: dict[str, str] = {"second_a": "sel_first_token", "all_query": "sel_first_token_allq",
-                                   "gu": "mass_first_token_allq"}
+                                   "mass": "mass_first_token_allq"}
 GU_EPSILON = 0.3  # Gu et al. (2025); ProbeConfig.sink_rate_epsilon
 FLOOR_LAYERS = (0, 1)  # F1's floor
 
 
 def sink_flags(dev: pd.DataFrame, *, bos_threshold: float = BOS_THRESHOLD, allq_threshold: float = BOS_THRESHOLD,
                epsilon: float = GU_EPSILON) -> pd.DataFrame:
-    """Per (panel, revision, layer, head): second_a, all_query, gu (pandas "boolean": <NA> where the record has no
+    """Per (panel, revision, layer, head): second_a, all_query, mass (pandas "boolean": <NA> where the record has no
     such column or value, e.g. every published row for the last two). Columns: panel, revision, revision_index,
-    tokens_b, layer, head, name, second_a, all_query, gu; revisions in token order."""
+    tokens_b, layer, head, name, second_a, all_query, mass; revisions in token order."""
     if not 0 < epsilon < 1:
         raise ConfigError(f"epsilon (a share of attention mass) must lie in (0, 1), got {epsilon!r}")
     if not (bos_threshold > 0 and allq_threshold > 0):
@@ -63,7 +66,7 @@ def sink_flags(dev: pd.DataFrame, *, bos_threshold: float = BOS_THRESHOLD, allq_
     out = dev[["panel", "revision", "tokens_b", "layer", "head"]].merge(revs, on=["panel", "revision"], how="left")
     out.insert(6, "name", [head_name(l, h) for l, h in zip(out["layer"], out["head"])])
     bars = {"second_a": (bos_threshold, np.greater_equal), "all_query": (allq_threshold, np.greater_equal),
-            "gu": (epsilon, np.greater)}
+            "mass": (epsilon, np.greater)}
     for measure, column in MEASURE_COLUMNS.items():
         values = dev[column].to_numpy(dtype=float) if column in dev.columns else np.full(len(dev), np.nan)
         bar, op = bars[measure]
@@ -222,3 +225,25 @@ def mass_for_selectivity(selectivity: float, seq_len: int) -> float:
     return selectivity / (seq_len - 1 + selectivity)
 
 
+
+
+SINK_RATE_COLUMNS = ["panel", "revision", "tokens_b", "gu_sink_rate", "mass_sink_rate", "heads"]
+
+
+def sink_rates(dev: pd.DataFrame, *, epsilon: float = GU_EPSILON) -> pd.DataFrame:
+    """Per (panel, revision), two sink rates over every head: `gu_sink_rate`, Gu et al.'s exactly (the mean of the
+    records' `gu_sink_share`, measured at the probe's `sink_rate_epsilon`; NaN where a record lacks it: the published
+    tier, records older than format 5), and `mass_sink_rate`, the share of heads the all-query mass rule flags at
+    `epsilon` (NaN where the column is absent); `heads`: heads per revision. Revisions in token order."""
+    if not 0 < epsilon < 1:
+        raise ConfigError(f"epsilon (a share of attention mass) must lie in (0, 1), got {epsilon!r}")
+    revs = revisions(dev)[["panel", "revision", "tokens_b"]]
+    cols = {c: dev[c].astype(float) if c in dev.columns else pd.Series(np.nan, index=dev.index)
+            for c in ("gu_sink_share", "mass_first_token_allq")}
+    work = dev[["panel", "revision"]].assign(gu=cols["gu_sink_share"],
+                                             mass=(cols["mass_first_token_allq"] > epsilon).astype(float).where(
+                                                 cols["mass_first_token_allq"].notna()))
+    rates = work.groupby(["panel", "revision"], sort=False).agg(gu_sink_rate=("gu", "mean"),
+                                                              mass_sink_rate=("mass", "mean"),
+                                                              heads=("gu", "size")).reset_index()
+    return revs.merge(rates, on=["panel", "revision"], how="left")[SINK_RATE_COLUMNS]

@@ -8,7 +8,7 @@ on shared basics (`axes`: token axes, colours, placeholders, bands, tier columns
     f5_pr_lead      pr_selectivity (also on the one-model page), lead_vs_null, base_rate_lines,
                     pr_null_calibration, topk_bars
     f6_noise_floor  noise_floor
-    sink_measures   sink_counts, sink_timeline, sink_floor, first_position_norms
+    sink_measures   sink_counts, sink_rates, sink_timeline, sink_floor, first_position_norms
     sensitivity     threshold_sensitivity
     robustness      robustness_curves (a findings page's "How robust"), robustness_map (the robustness page)
     refinement      refined_trajectory, metric_label
@@ -38,7 +38,8 @@ from circuitdev.book.plots.model import ablation_bars, ablation_over_training, c
 from circuitdev.book.plots.refinement import metric_label, refined_trajectory
 from circuitdev.book.plots.robustness import robustness_curves, robustness_map
 from circuitdev.book.plots.sensitivity import PAPER_THRESHOLDS, threshold_sensitivity
-from circuitdev.book.plots.sink_measures import first_position_norms, sink_counts, sink_floor, sink_timeline
+from circuitdev.book.plots.sink_measures import (first_position_norms, sink_counts, sink_floor, sink_rates,
+                                                 sink_timeline)
 
 __all__ = [
     # the shared basics
@@ -50,6 +51,6 @@ __all__ = [
     "class_count_heatmaps", "ablation_bars", "ablation_over_training", "batch_layout", "audit_status",
     "robustness_curves", "robustness_map",
     # F5's control and the spectral top-K; the sink measures
-    "lead_vs_null", "base_rate_lines", "pr_null_calibration", "topk_bars", "sink_counts", "sink_timeline", "first_position_norms",
+    "lead_vs_null", "base_rate_lines", "pr_null_calibration", "topk_bars", "sink_counts", "sink_rates", "sink_timeline", "first_position_norms",
     "sink_floor",
 ]

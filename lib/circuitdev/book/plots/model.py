@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from circuitdev.analysis.uncertainty import binomial_intervals
+from circuitdev.sources.ablate import control_interval
 from circuitdev.book.display import fmt_tokens
 from circuitdev.book.plots.axes import TokenAxis, band, figure_title, heatmap, placeholder, token_counts
 from circuitdev.schema import HEAD_CLASSES
@@ -79,7 +80,7 @@ def _row_label(label: str, drawn_for: str, n_ablated: int, circuit: str | None, 
 
 
 def ablation_bars(ab: pd.DataFrame, *, title: str, metric: str = "acc_top1",
-                  xlabel: str = "top-1 accuracy at the query (%, 95% Wilson interval)",
+                  xlabel: str | None = None,
                   reported: dict[str, float] | None = None) -> Figure:
     """Group ablation at the final revision, one horizontal bar per condition in the table's order: top-1 (%) with
     its 95% interval (`<metric>_lo` / `_hi`); random groups as their mean with one dot per group; a control that
@@ -100,7 +101,7 @@ def ablation_bars(ab: pd.DataFrame, *, title: str, metric: str = "acc_top1",
     fig, ax = plt.subplots(figsize=(10, 0.6 * len(rows) + 1.6), layout="constrained")
     top = max(5.0, 100 * float(np.nanmax(ab[[c for c in (f"{metric}_hi", metric) if c in ab]].to_numpy(float))),
               *(reported or {}).values())
-    labels = []
+    labels, drawn = [], False
     for y, ((cond, label, drawn_for), g) in enumerate(rows):
         if cond == "reported":  # a number without data behind it: a marker, no bar, no interval
             ax.scatter([g], [y], marker="D", s=60, facecolor="white", edgecolor=_COLORS["matched_random"], zorder=3,
@@ -118,10 +119,14 @@ def ablation_bars(ab: pd.DataFrame, *, title: str, metric: str = "acc_top1",
             continue
         mean = float(values.mean())
         lo, hi = (100 * float(g[f"{metric}_{e}"].mean()) if f"{metric}_{e}" in g else np.nan for e in ("lo", "hi"))
-        if len(g) > 1:  # random groups: the Wilson interval of their mean, as the page's table gives it
-            m = binomial_intervals(pd.DataFrame({"p": [mean / 100], "n": [g["n"].iloc[0]]}), "p", "n") \
-                if "n" in g else None
-            lo, hi = (100 * float(m[f"p_{e}"].iloc[0]) for e in ("lo", "hi")) if m is not None else (lo, hi)
+        if len(g) > 1:  # random groups: the interval over the groups (their spread dominates), as the page's table
+            n = int(g["n"].iloc[0]) if "n" in g and pd.notna(g["n"].iloc[0]) else None
+            lo, hi = (100 * v for v in control_interval((values.to_numpy() / 100 * n).round(), n, None)) \
+                if n else (np.nan, np.nan)
+        elif not (np.isfinite(lo) and np.isfinite(hi)) and "n" in g:  # one head set, a table without intervals
+            m = binomial_intervals(pd.DataFrame({"p": [mean / 100], "n": [g["n"].iloc[0]]}), "p", "n")
+            lo, hi = (100 * float(m[f"p_{e}"].iloc[0]) for e in ("lo", "hi"))
+        drawn |= bool(np.isfinite(lo) and np.isfinite(hi))
         ax.barh(y, mean, color=_COLORS.get(key, _COLORS["other"]), alpha=0.9, height=0.62,
                 hatch="//" if key == "other_control" else None, edgecolor="white")
         if np.isfinite(lo) and np.isfinite(hi):
@@ -137,7 +142,8 @@ def ablation_bars(ab: pd.DataFrame, *, title: str, metric: str = "acc_top1",
     ax.set_yticks(range(len(rows)), labels, fontsize=10)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.15)
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(xlabel or ("top-1 accuracy at the query (%; 95% intervals: Wilson for one head set, over the groups "
+                             "for random groups)" if drawn else "top-1 accuracy at the query (%)"))
     ax.set_title(title, fontsize=12)
     return fig
 

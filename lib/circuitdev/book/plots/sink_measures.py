@@ -16,13 +16,13 @@ from circuitdev.book.plots.panel_grid import figure_legend, finish_panel, panel_
 
 MEASURE_STYLES = {"second_a": ("#1f77b4", "o", "second-A selectivity ≥ bar (paper)"),
                   "all_query": ("#ff7f0e", "s", "all-query selectivity ≥ bar"),
-                  "gu": ("#2ca02c", "^", "Gu et al. mass > ε")}
-LINE_STYLES = {"second_a": ("-", 7), "all_query": ("--", 5.5), "gu": (":", 4.5)}  # overlapping lines stay visible
+                  "mass": ("#2ca02c", "^", "all-query mass > ε")}
+LINE_STYLES = {"second_a": ("-", 7), "all_query": ("--", 5.5), "mass": (":", 4.5)}  # overlapping lines stay visible
 
 
 def sink_counts(counts: pd.DataFrame) -> Figure:
     """Heads each measure flags at every revision, one axis per model. `counts`: findings.measure_counts + tier
-    (n_second_a, n_all_query, n_gu; a measure a tier lacks is left out)."""
+    (n_second_a, n_all_query, n_mass; a measure a tier lacks is left out)."""
     if counts.empty:
         return placeholder("No developmental table in any tier.", title="Sink heads under three measures")
     fig, cells = panel_axes(counts, height=3.0)
@@ -32,12 +32,34 @@ def sink_counts(counts: pd.DataFrame) -> Figure:
             if col in g.columns and g[col].notna().any():
                 ls, ms = LINE_STYLES[m]
                 ax.plot(axis.x(g["tokens"]), g[col].astype(float), color=color, marker=marker, ms=ms, ls=ls,
-                        mfc="none" if m != "gu" else color, label=label)
+                        mfc="none" if m != "mass" else color, label=label)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("sink heads")
         finish_panel(ax, axis, tier, panel)
     figure_legend(fig, [c[0] for c in cells])
     figure_title(fig, "How many heads each measure calls a sink, over training")
+    return fig
+
+
+def sink_rates(rates: pd.DataFrame) -> Figure:
+    """Gu et al.'s sink rate beside the all-query mass rate, one axis per model: `rates` is findings.sink_rates + tier
+    (+ tokens); a rate a tier lacks (the published tier: both) is left out."""
+    rows = rates[rates[["gu_sink_rate", "mass_sink_rate"]].notna().any(axis=1)] if len(rates) else rates
+    if rows.empty:
+        return placeholder("No record in this build holds the all-query measures (the authors' files do not).",
+                           title="Two sink rates over training")
+    fig, cells = panel_axes(rows, height=3.0)
+    for ax, tier, panel, g, axis in cells:
+        for col, color, marker, label in (("gu_sink_rate", "#d62728", "D", "Gu et al.'s sink rate (exact)"),
+                                          ("mass_sink_rate", MEASURE_STYLES["mass"][0], "^",
+                                           "share of heads over the all-query mass rule")):
+            if g[col].notna().any():
+                ax.plot(axis.x(g["tokens"]), g[col].astype(float), color=color, marker=marker, ms=5, label=label)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_ylabel("share of heads")
+        finish_panel(ax, axis, tier, panel)
+    figure_legend(fig, [c[0] for c in cells])
+    figure_title(fig, "Gu et al.'s sink rate and the all-query mass rate, over training")
     return fig
 
 

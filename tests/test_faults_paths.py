@@ -66,7 +66,7 @@ def test_probe_out_on_a_file_fails_before_any_model_loads(make_tiny_panel, tmp_p
     def no_load(*args, **kwargs):
         raise AssertionError("a model was loaded before --out was checked")
 
-    monkeypatch.setattr(run_module, "load_revision", no_load)
+    monkeypatch.setattr(run_module, "loaded_revision", no_load)
     assert main(["probe", "--panel", str(path), "--out", str(blocker), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "is a file, not a folder" in err and str(blocker) in err
@@ -83,7 +83,7 @@ def test_probe_device_checked_before_any_model_loads(make_tiny_panel, tmp_path, 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA GPU: --device cuda is valid here")
     path = make_tiny_panel(revisions=1, name="tiny-dev")
-    monkeypatch.setattr(run_module, "load_revision", lambda *a, **k: pytest.fail("loaded a model"))
+    monkeypatch.setattr(run_module, "loaded_revision", lambda *a, **k: pytest.fail("loaded a model"))
     assert main(["probe", "--panel", str(path), "--out", str(tmp_path / "out"), "--device", "cuda",
                  "--no-progress"]) == 2
     assert "no CUDA GPU" in capsys.readouterr().err

@@ -17,14 +17,22 @@
 # files cannot decide (no such revision, no null draws, no definition, or a number the paper took from another run
 # than these files) is listed separately with the reason, never counted as a match or a mismatch.
 #
+# **Bounds.** Where the files give a censored value — a milestone already reached at a model's first probed revision
+# (at or before it, "≤"), one never reached (after the last, ">"), or a gap or recall entry built from one — the
+# value is a bound, and a bound is never a plain match: the paper's number is **consistent (bound)** when it lies on
+# the bound's side (the files cannot say more than that it is possible) and **differs (bound)** when the bound
+# excludes it (a contradiction even without knowing the value).
+#
 # Of the {glue:text}`audit-findings-total` claims about the findings and the ablations,
-# {glue:text}`audit-findings-match` match the authors' files, {glue:text}`audit-findings-differs` differ and
-# {glue:text}`audit-findings-unverified` cannot be decided from them. The other
+# {glue:text}`audit-findings-match` match the authors' files, {glue:text}`audit-findings-differs` differ,
+# {glue:text}`audit-findings-consistent-bound` are consistent with a bound, {glue:text}`audit-findings-differs-bound`
+# are excluded by a bound and {glue:text}`audit-findings-unverified` cannot be decided from them. The other
 # {glue:text}`audit-bookkeeping-total` claims are bookkeeping -- the panels' revision lists and token counts, the
 # method's quoted settings and values: {glue:text}`audit-bookkeeping-match` match,
 # {glue:text}`audit-bookkeeping-differs` differ (mostly revision labels the paper's tables give differently from the
 # runs) and {glue:text}`audit-bookkeeping-unverified` cannot be decided. In all, {glue:text}`audit-match` of
-# {glue:text}`audit-total` match and {glue:text}`audit-differs` differ.
+# {glue:text}`audit-total` match, {glue:text}`audit-differs` differ, {glue:text}`audit-consistent-bound` are
+# consistent with a bound and {glue:text}`audit-differs-bound` are excluded by one.
 
 # %% tags=["remove-cell"]
 from circuitdev.analysis.audit import audit_table
@@ -44,9 +52,11 @@ table, summary = audit_table(pub.table if pub else None, published=pub.published
                              claims=claims_file, findings=findings_shown)
 ch.glue("rule", MATCH_RULE)
 for prefix in ("", "findings-", "bookkeeping-"):
-    for key, count in (("total", "claims"), ("match", "match"), ("differs", "differs"), ("unverified", "unverified")):
+    for key, count in (("total", "claims"), ("match", "match"), ("differs", "differs"), ("unverified", "unverified"),
+                       ("consistent-bound", "consistent_bound"), ("differs-bound", "differs_bound")):
         ch.glue(prefix + key, summary.get(prefix.replace("-", "_") + count))
-f4 = table[(table["finding"] == "F4") & table["id"].str.startswith("F4.recall.") & (table["status"] == "differs")]
+f4 = table[(table["finding"] == "F4") & table["id"].str.startswith("F4.recall.")
+           & table["status"].isin(["differs", "differs (bound)"])]
 ch.glue("f4-recall-differs", "; ".join(f"{i.split('@')[0].removeprefix('F4.recall.')} at {i.split('@')[1]}% (paper "
                                        f"{p}B, files {d}B)" for i, p, d in zip(f4["id"], f4["paper_value"],
                                                                                f4["data_value"])) or None,
@@ -56,13 +66,15 @@ ch.glue("f4-recall-total", int(table["id"].str.startswith("F4.recall.").sum()) i
 # %% [markdown]
 # ## At a glance
 #
-# {numref}`fig-audit-status` counts, per finding, the claims the authors' data match, contradict or cannot decide.
+# {numref}`fig-audit-status` counts, per finding, the claims the authors' data match, contradict or cannot decide,
+# with the claims decided by a bound apart (light shades).
 
 # %% tags=["remove-input", "full-width"]
 ch.figure(plots.audit_status(table), name="fig-audit-status",
           caption="Numeric claims of the paper per finding: matched by the authors' published files (green), "
-                  "contradicted (red), or not decidable from them (grey); the findings above, the bookkeeping "
-                  "claims (panels, method settings) below.")
+                  "consistent with a bound they give (light green), excluded by a bound (light red), contradicted "
+                  "(red), or not decidable from them (grey); the findings above, the bookkeeping claims (panels, "
+                  "method settings) below.")
 
 # %% [markdown]
 # ## Where the paper and its data differ
@@ -72,7 +84,8 @@ ch.figure(plots.audit_status(table), name="fig-audit-status",
 
 # %% tags=["remove-input"]
 shown = ["finding", "claim", "paper_value", "data_value", "reason"]
-ch.table(table[table["status"] == "differs"][shown], caption="Claims the published data contradict.")
+ch.table(table[table["status"].isin(["differs", "differs (bound)"])][shown],
+         caption="Claims the published data contradict (by a value, or by a bound that excludes the paper's).")
 
 # %% [markdown]
 # ## Claims the published files cannot decide

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # F1 · No sink heads in the first two layers
+# # F1 · The paper's claim: no sink heads in the first two layers
 #
 # **The paper's claim.** Attention-sink heads (first-token, "BOS", selectivity ≥ {glue:text}`f1-paper-bos-threshold`)
 # appear throughout the depth of every model, but never in layers 0 and 1 — in none of the authors'
@@ -40,6 +40,7 @@ floor_layers: list[int] = [0, 1]  # in [0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("f1_floor", globals())
+ch.verdict("F1.floor")  # the verdict under the title: what the data support (issue 29)
 layers = ch.apply(findings.layer_counts, threshold=bos_threshold, rule=rule)
 floor = ch.apply(findings.floor_check, layers=floor_layers, threshold=bos_threshold, rule=rule)
 ch.glue("threshold", bos_threshold, "{:g}×")
@@ -126,8 +127,8 @@ ch.figure(plots.floor_margin(margin, threshold=bos_threshold, floor_layers=floor
 # These intervals cover measuring one trained model again, not training it again. Seed replicas of the toy, where
 # this build trained them, get one verdict each: {glue:text}`f1-toy-seed-verdicts`. The published tier has no
 # per-sequence data — the authors' files hold one selectivity per head — so its verdicts (in the table) are the
-# paper's rule on the point values; their uncertainty is the margin above and how the counts move with the threshold
-# ({doc}`sensitivity`).
+# paper's rule on the point values; their uncertainty is the margin above and how the floor moves with the bar
+# ({doc}`robustness`).
 
 # %% tags=["remove-input", "full-width"]
 view = ch.panel_view("toy-pythia")  # the toy-pythia verdict also on its default grid (no refined revisions)

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # F2 · Three shapes of sink emergence
+# # F2 · The paper's claim: three shapes of sink emergence
 #
 # **The paper's claim.** The share of attention heads that are attention sinks (first-token, "BOS", selectivity
 # ≥ {glue:text}`f2-paper-bos-threshold`) rises over training in a shape that differs by architecture: a steady ramp
@@ -44,6 +44,7 @@ min_rise_heads: int = 3  # in [0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("f2_shapes", globals())
+ch.verdict("F2.shapes")  # the verdict under the title: what the data support (issue 29)
 frac = ch.apply(findings.bos_fraction, threshold=bos_threshold, rule=rule, intervals=True)
 shape = ch.apply(lambda dev: findings.trajectory_shape(findings.bos_fraction(dev, threshold=bos_threshold, rule=rule),
                  transition_share=transition_share, min_rise_pp=min_rise_pp, min_rise_heads=min_rise_heads))

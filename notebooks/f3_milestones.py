@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # F3 · Induction first, sinks later
+# # F3 · Does induction come before sinks?
 #
 # **The paper's claim.** "Capability first, sinks later": in every model the first revision with
 # {glue:text}`f3-paper-gap-start` comes well before the first revision with {glue:text}`f3-paper-gap-end`, an
@@ -45,13 +45,15 @@ gap_end: str = "bos_50pct"
 sustained: bool = False
 # behavioural milestones: top-1 accuracy at the query crossing these shares
 top1_levels: list[float] = [0.25, 0.5]  # in (0, 1]
-# behavioural milestones: ICL score crossing these values (nats)
+# behavioural milestones: the repeat (copy) score `icl_score` crossing these values (nats)
 icl_levels: list[float] = [1.0, 3.0]  # in (0, inf)
 # behavioural milestones: ablating the final circuit costs at least this share of top-1
 drop_levels: list[float] = [0.1, 0.25]  # in (0, 1]
 
 # %% tags=["remove-input"]
 ch = chapter("f3_milestones", globals())
+ch.verdict("F3.gap")  # the verdict under the title: what the data support (issue 29)
+ch.verdict("F3.milestones")  # the verdict under the title: what the data support (issue 29)
 ms = ch.apply(findings.milestones, rule=rule, sustained=sustained, intervals=True)
 gaps = ch.apply(lambda dev: findings.gap_texts(findings.milestones(dev, rule=rule, sustained=sustained),
                                                start=gap_start, end=gap_end, fmt=fmt_tokens_b))
@@ -145,8 +147,10 @@ ch.table(win.reindex(columns=["tier", "panel", "milestone", "revision", "window"
 # ## Behaviour beside attention
 #
 # The record tiers measure what the model does at every revision, in the same pass as the selectivities: top-1
-# accuracy at the query that should copy B, and an in-context-learning score (the loss on a repeated span's first
-# occurrence minus the loss on its repeat), each with its interval from the same resamples, and, where
+# accuracy at the query that should copy B, and a repeat (copy) score, column `icl_score` (the loss on a repeated
+# random span's first occurrence minus the loss on its repeat: how well the model copies a span it has seen, not
+# {cite:t}`olsson2022context`'s in-context-learning score, the loss at a late token of a context minus at an early
+# one), each with its interval from the same resamples, and, where
 # `circuitdev ablate --over-training` ran, the top-1 lost when the final induction circuit is zero-ablated. Their
 # milestones follow the same first-hit rule: {glue:text}`f3-behaviour-milestones`. {numref}`fig-f3-behaviour` puts
 # them beside the attention milestones on one token axis per model. In the toy panel, in token order:

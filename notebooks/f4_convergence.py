@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # F4 · The screen converges early
+# # F4 · Does the screen converge early?
 #
 # **The paper's claim.** The induction circuit found at the end of training is visible to the screen long before:
 # a third, two thirds and all of its heads pass {glue:text}`f4-paper-induction-threshold` after a small share of
@@ -23,6 +23,8 @@
 # not in S_final (`findings.faded_heads`).
 
 # %% tags=["remove-cell"]
+import pandas as pd
+
 from circuitdev.analysis import findings, uncertainty
 from circuitdev.analysis.audit import audit_table
 from circuitdev.book import Source, chapter, plots, with_interval_text
@@ -37,6 +39,7 @@ levels: list[float] = [0.3333333333333333, 0.6666666666666666, 1.0]  # in (0, 1]
 
 # %% tags=["remove-input"]
 ch = chapter("f4_convergence", globals())
+ch.verdict("F4.recall")  # the verdict under the title: what the data support (issue 29)
 recall = ch.apply(findings.circuit_recall, threshold=induction_threshold, intervals=True)
 reached = ch.apply(lambda dev: findings.recall_milestones(findings.circuit_recall(dev, threshold=induction_threshold),
                                                           levels=levels))
@@ -55,7 +58,7 @@ ch.glue_list("paper-67-share", ch.claimed("F4.recall_fraction"), "paper", "{:g}%
 # panel the final circuits hold {glue:text}`f4-toy-circuit-size` heads. They cover measuring the same trained model
 # again, not training it again. Where the resamples centre away from the point because heads sit near the bar, an
 # interval is widened to include the point: {glue:text}`f4-widened`. The published tier has no per-sequence data and
-# so no band; its uncertainty is the threshold sensitivity ({doc}`sensitivity`).
+# so no band; how its entries move with the bar is on the robustness page ({doc}`robustness`).
 
 # %% tags=["remove-input", "full-width"]
 ch.figure(plots.recall_curves(recall, threshold=induction_threshold), name="fig-f4-recall", caption="Recall (solid), "
@@ -71,7 +74,8 @@ ch.glue_list("widened", recall[recall.filter(like="_widened").eq(True).any(axis=
 # ## When the circuit is found, and what else is found with it
 #
 # The final circuits in the authors' files are {glue:text}`f4-pub-circuits`. Two thirds of each are found after
-# {glue:text}`f4-pub-67-share` of training. In the toy panel the circuits are {glue:text}`f4-toy-circuits` and two
+# {glue:text}`f4-pub-67-share` of training (≤ marks a share reached already at the first probed revision, so at or
+# before it; "never": not reached by the last). In the toy panel the circuits are {glue:text}`f4-toy-circuits` and two
 # thirds are found after {glue:text}`f4-toy-67-share` of training.
 #
 # An early screen is also a loose one. Where recall first reaches two thirds, the share of the screened heads that
@@ -85,9 +89,14 @@ ch.glue_list("widened", recall[recall.filter(like="_widened").eq(True).any(axis=
 names = circuits.groupby(["tier", "panel"], sort=False)["name"].agg(" ".join).reset_index() if len(circuits) else circuits
 gone = faded.groupby(["tier", "panel"], sort=False)["name"].agg(", ".join).reset_index() if len(faded) else faded
 two_thirds = reached[(reached["level"] - levels[min(1, len(levels) - 1)]).abs() < 1e-9] if len(reached) else reached
+# a censored entry is a bound: reached at or before the first probed revision ("≤"), or never ("> the last")
+two_thirds = two_thirds.assign(share_text=[
+    None if b == "lower" or pd.isna(f) else ("≤ " if b == "upper" else "") + f"{100 * f:.2g}%"
+    for f, b in zip(two_thirds.get("token_fraction", []), two_thirds.get("bound", []))]) if len(two_thirds) else \
+    two_thirds.assign(share_text=[])
 for tier, key in (("published", "pub"), ("toy", "toy")):
     ch.glue_list(f"{key}-circuits", names, "name", "{{{}}}", tier=tier, sep="; ")
-    ch.glue_list(f"{key}-67-share", two_thirds, "token_fraction", lambda f: f"{100 * f:.2g}%", tier=tier, missing="never")
+    ch.glue_list(f"{key}-67-share", two_thirds, "share_text", tier=tier, missing="never")
     ch.glue_list(f"{key}-precision-67", two_thirds, "precision", "{:.0%}", tier=tier, missing="n/a")
     ch.glue_list(f"{key}-faded", gone, "name", tier=tier, sep="; ", absent="none")
 ch.table(reached.drop(columns=["level", "revision_index"], errors="ignore"), precision=3, caption="First revision "

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # F5 · The participation ratio rises before the circuit forms
+# # F5 · Does the participation ratio rise before the circuit forms?
 #
 # **The paper's claim.** A head's participation ratio (PR) — how many directions its output at the query spreads
 # over — becomes elevated before the head passes its class threshold: by {glue:text}`f5-paper-lead-induction`
@@ -30,6 +30,7 @@ import pandas as pd
 
 from circuitdev.analysis import findings
 from circuitdev.analysis.findings import f5_pr_lead as pr_lead
+from circuitdev.analysis.findings.f5_control import ALPHA
 from circuitdev.book import ElevationRule, HeadClass, Source, chapter, controls, plots
 
 # %% tags=["parameters", "remove-cell"]
@@ -56,6 +57,7 @@ permutation_seed: int = 0  # in [0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("f5_pr_lead", globals())
+ch.verdict("F5.lead")  # the verdict under the title: what the data support (issue 29)
 tau = pr_lead.FORMATION_THRESHOLDS.get(head_class, 30.0) if threshold is None else threshold
 for key, value in {**{f"paper-lead-{c}": v for c, v in ch.claimed("F5.lead").set_index("head_class")["paper"].items()},
                    "class": head_class, "threshold": f"{tau:g}×", "rule": f"{elevation_rule} at {elevation_level:g}",
@@ -86,7 +88,11 @@ ch.figure(plots.pr_selectivity(ch.apply(pr_lead.head_trajectories, head_class=he
 # formed later has a lead of *at least* its formation index (a lower bound, "≥"); a head formed there and elevated
 # later has a lead of *at most* minus its elevation index (an upper bound, "≤"; so has a head never elevated); a
 # head formed and elevated both at the first revision has no lead that can be read (undefined: left out, not scored
-# 0). The table counts them; the medians take the bounds at their values. Under {glue:text}`f5-rule`, of the
+# 0). Where the first revision is the initialisation itself (a toy panel's step0, 0 tokens), nothing came before it:
+# a head formed there formed there exactly, and a head elevated there has no lead at all (at initialisation the rule
+# calls nearly every head elevated, so that elevation says nothing): undefined, not a bound — the toy leads are
+# values or undefined, never bounds from step0. The table counts them; the medians take the bounds at their values.
+# Under {glue:text}`f5-rule`, of the
 # published circuit heads {glue:text}`f5-pub-exact` have an exact lead, {glue:text}`f5-pub-bounds` a bound and
 # {glue:text}`f5-pub-undefined` none; in the toy panels {glue:text}`f5-toy-exact` exact,
 # {glue:text}`f5-toy-bounds` bounds, {glue:text}`f5-toy-undefined` none.
@@ -142,6 +148,40 @@ ch.figure(plots.lead_vs_null(null, head_class=head_class), name="fig-f5-null", c
           "and the non-circuit heads' median lead against the same formation times (diamond); p-value at right.")
 ch.table(null[findings.LEAD_NULL_TABLE], precision=2, caption="The lead against its null per model, class and rule: "
          "medians of the circuit, non-circuit and transient heads; the null's mean and 95% range; p.")
+
+# %% [markdown]
+# ## Can the test reject at all?
+#
+# A permutation test over few circuit heads and few revisions has a floor. Even the best outcome the data allow —
+# every circuit head elevated at the earliest revision any head is — has a p-value under the same null, the smallest
+# attainable p (`min_p`). Where it is 0.05 or more the test cannot reject whatever the data, and "not significant"
+# is then true by construction: it says nothing for or against the paper. Of the {glue:text}`f5-power-tests`
+# model × rule tests of the {glue:text}`f5-class` circuit, {glue:text}`f5-power-able` can reject at 0.05 and
+# {glue:text}`f5-power-reject` of those do. Per model and rule: {glue:text}`f5-power-list`.
+#
+# **What this says.** {glue:text}`f5-power-conclusion`
+
+# %% tags=["remove-input"]
+mine = null[(null["head_class"] == head_class) & null["p_value"].notna()] if len(null) else null
+able = mine[mine["min_p"] < ALPHA] if len(mine) else mine
+reject = able[able["p_value"] < ALPHA] if len(able) else able
+ch.glue("power-tests", len(mine))
+ch.glue("power-able", len(able))
+ch.glue("power-reject", len(reject))
+ch.glue("power-list", "; ".join(f"{p} ({t}), {r}: {w}" for t, p, r, w in zip(mine["tier"], mine["panel"],
+                                                                              mine["rule"], mine["power"])) or None,
+        absent="no test: no lead is defined in this build")
+ch.glue("power-conclusion",
+        "No test here can reject: these data cannot show a lead beyond chance, for the paper or against it." if
+        not len(able) else "None of the tests that can reject does: where the data could show a lead beyond chance, "
+        "they show none, so the lead is no evidence that PR rises before formation." if not len(reject) else
+        "Every test that can reject does: where the data can tell, the lead is beyond chance." if
+        len(reject) == len(able) else f"The lead is beyond chance in {len(reject)} of the {len(able)} tests that "
+        "can tell and not in the others: the evidence is mixed.")
+ch.table(null[["tier", "panel", "head_class", "rule", "median_lead", "p_value", "p_greater", "min_p", "power"]]
+         if len(null) else null, precision=2, caption="Whether each test can reject at all: the smallest attainable "
+         "p (min_p: every circuit head elevated at the earliest revision any head is), the p-value (≥; p_greater: "
+         "strictly greater), and what the test concludes.")
 
 # %% [markdown]
 # ## What the lead hangs on

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # F6 · The selectivity noise floor is stable
+# # F6 · Is the selectivity noise floor stable?
 #
 # **The paper's claim** (a finding added in the paper's second version). Attending to a random non-target position
 # instead of B gives a null selectivity; its 99th percentile stays within {glue:text}`f6-paper-p99-range` over

@@ -26,6 +26,8 @@
 # The claims, what each row tests and what its value is:
 
 # %% tags=["remove-cell"]
+import pandas as pd
+
 from circuitdev.analysis import findings
 from circuitdev.book import Source, chapter, plots
 
@@ -45,6 +47,8 @@ ch.glue("n-bars", len(findings.ROBUSTNESS_THRESHOLDS))
 table = ch.apply(findings.robustness_table, claims=chosen)
 for claim in chosen:
     ch.how_robust(claim, table=table, figure=False)
+# the verdict of every claim on every tier (glued for the intro's table: rob-verdict-<claim>-<tier>[-<model>])
+claim_verdicts = pd.concat([ch.verdict(claim, show=False) for claim in chosen], ignore_index=True)
 
 # %% [markdown]
 # ## The map
@@ -54,14 +58,34 @@ for claim in chosen:
 # fails; their light shades mark bars where the value is only a bound; grey: the claim has no value to test there
 # (no rise to share, no lead measured). The outlined cell is the paper's own bar. The toy and measured tiers follow
 # where the claims apply to them (the milestone and recall entries quote the published models' revisions and apply
-# only to those models).
+# only to those models). F5's lead is the one claim with a null test: its cells are coloured by the claim's verdict
+# (below), not by the sign of the lead alone, since a lead of the paper's sign that a permutation test does not show
+# above chance, or cannot show whatever the data, supports nothing.
 
 # %% tags=["remove-input", "full-width"]
 for tier in ch.tiers.present:
-    ch.figure(plots.robustness_map(table, tier=tier.name), name=f"fig-rob-map-{tier.name}", tiers=[tier.name],
+    ch.figure(plots.robustness_map(table, tier=tier.name, verdicts=claim_verdicts), name=f"fig-rob-map-{tier.name}",
+              tiers=[tier.name],
               caption=f"Where each claim holds in the {tier.name} tier, claims × bars, under the paper's rule (blue: "
                       "holds, vermillion: fails, light: the value is a bound, grey: untestable; outlined: the "
-                      "paper's bar).")
+                      "paper's bar). F5's lead is coloured by its verdict, not by its sign: a lead of the paper's sign "
+                      "that its permutation test does not show above chance is vermillion, one the test cannot "
+                      "decide whatever the data is grey.")
+
+# %% [markdown]
+# ## The verdicts
+#
+# One verdict per claim, model and item, by one set of rules applied in this order (`findings.claim_verdicts`;
+# `circuitdev reanalyse` writes the same for the authors' files as `verdicts.csv`): **untestable** when no value
+# exists at the paper's bar, or when the statistic has the claim's direction but its null test cannot reject at 0.05
+# whatever the data; **not supported** when it fails at the paper's bar under the paper's rule, or when its null test
+# could reject and does not; **fragile** when it holds there but fails (with a value, not a bound) at a neighbouring
+# bar (±5×) or under another rule variant; **supported** otherwise. "bound": the value at the paper's bar is
+# censored. The book's first page quotes these verdicts, and each findings chapter states its own under its title.
+
+# %% tags=["remove-input"]
+ch.table(claim_verdicts[["tier", *findings.VERDICT_COLUMNS]] if len(claim_verdicts) else claim_verdicts,
+         caption="The verdict of every claim, model and item, with the reason that decided it.")
 
 # %% [markdown]
 # ## Claim by claim

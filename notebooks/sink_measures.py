@@ -184,11 +184,16 @@ ch.table(floor.drop(columns="text").assign(measure=floor["measure"].map(names)),
 # %% [markdown]
 # ## A large first-position activation?
 #
-# The paper's mechanism for F1: a head can park its attention on position 0 only once the residual stream there
-# holds an activation far larger than at other positions ("massive activations"), one its keys can find, and the
-# stream that layers 0 and 1 read has not built one yet. Every record of our probe stores, per depth, the residual
-# stream's norm at position 0 against its median over the other positions ({numref}`fig-sink-norms`; a line is
-# thick where sink heads of the next layer read it). Toy panel — {glue:text}`sink-norms-toy`. Measured real
+# A mechanism for F1 that the paper does not measure but the literature suggests: {cite:t}`sun2024massive` find that
+# large language models build, within their first few layers, a few activations at the first position (and at some
+# delimiter tokens) that are orders of magnitude larger than any other ("massive activations"), and that attention to
+# that position follows them. If F1 rests on it, a head can park its attention on position 0 only once the residual
+# stream there holds such an activation, and the stream that layers 0 and 1 read has not built one yet. This is a
+# hypothesis to set against the toy's own norms, not a finding: where the toy's first-position norm is no larger than
+# the others' below its first sink layer, or already large where no sink forms, the data cut against it. Every record
+# of our probe stores, per depth, the residual stream's norm at position 0 against its median over the other
+# positions ({numref}`fig-sink-norms`; a line is thick where sink heads of the next layer read it). Toy panel —
+# {glue:text}`sink-norms-toy`. Measured real
 # panels — {glue:text}`sink-norms-measured`.
 #
 # Read this with one difference in mind: the toy is trained and probed with a BOS token at position 0, so its first

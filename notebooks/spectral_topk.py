@@ -24,6 +24,8 @@
 # the toy and measured tiers from our records (`findings.spectral_topk`).
 
 # %% tags=["remove-cell"]
+import pandas as pd
+
 from circuitdev.analysis import findings
 from circuitdev.book import Source, chapter, controls, plots
 
@@ -66,3 +68,35 @@ ch.table(dominance.drop(columns=["final_text", "from_text"]), precision=2,
          caption="The top-K at the final revision: first-token heads (count, share), the largest class, whether "
                  "first-token heads are it, and the revision (and share of the run's tokens) from which they stay "
                  "the largest class.")
+
+# %% [markdown]
+# ## Against the base rate: enriched, depleted or as expected?
+#
+# "The largest class in the top K" is no evidence that PR favours a class when the class is also the largest among
+# all heads. The base rate: drawing K heads at random from the model's heads at that revision, of which a class has
+# its share, gives an expected count (hypergeometric: `findings.topk_enrichment`, written for the authors' files by
+# `circuitdev reanalyse` as `spectral_topk_enrichment.csv`). A class is **enriched** when the top K holds more of
+# it than random draws would reach at p < 0.05 (one-sided), **depleted** when fewer, **as expected** otherwise.
+# At the final revision, first-token heads in the top K against their base rate: {glue:text}`spectral-enrich-pub`
+# in the published models; {glue:text}`spectral-enrich-toy` in the toy panels. The paper's reason for
+# class-specific screens — the top K would mostly return sink heads — holds only where they are enriched, not where
+# they are merely numerous.
+
+# %% tags=["remove-input"]
+enrich = pd.concat([findings.topk_enrichment(breakdown[breakdown["tier"] == t.name].drop(columns="tier"), t.table)
+                    .assign(tier=t.name) for t in ch.tiers.present], ignore_index=True) if len(breakdown) else \
+    pd.DataFrame(columns=["tier", *findings.ENRICHMENT_COLUMNS])
+enrich["reading"] = [findings.enrichment_word(r) for r in enrich.to_dict("records")]
+last = enrich.merge(breakdown.groupby(["tier", "panel"])["revision"].last().reset_index(), on=["tier", "panel",
+                                                                                           "revision"])
+sinks = last[last["class"] == "first-token"]
+for tier, key in [(t.name, k) for t in ch.tiers.present for n, k in (("published", "pub"), ("toy", "toy"))
+                  if t.name == n]:  # an absent tier's key reads "not in this build"
+    rows = sinks[sinks["tier"] == tier]
+    ch.glue(f"enrich-{key}", "; ".join(f"{p}: {o} of {k} against {e:.1f} expected, {w}" for p, o, k, e, w in zip(
+        rows["panel"], rows["observed"], rows["k"], rows["expected"], rows["reading"])) or None,
+        absent="no first-token head in any top K")
+ch.table(last[["tier", "panel", "revision", "class", "observed", "expected", "k", "base_count", "n_heads", "p_fewer",
+               "p_more", "reading"]], precision=3,
+         caption="The top K at the final revision, class by class: observed beside the count expected from the "
+                 "class's share of all heads (hypergeometric), the one-sided p-values, and the reading.")

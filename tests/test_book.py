@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -140,6 +141,44 @@ def test_numbers_in_the_prose_are_the_findings(book):
     assert f"toy-tiny {100 * toy_final:.1f}%" in f2  # the toy tier's own number
     method = text_of((book / PAGE.format("method")).read_text())
     assert "2000 sequences of T = 256" in method
+
+
+INTRO_CLAIMS = ["F1.floor", "F2.shapes", "F3.gap", "F3.milestones", "F4.recall", "F5.lead"]  # the table's rows
+
+
+def _intro_verdicts(html: str) -> list[list[str]]:
+    """The cells of the intro's verdict table (the first table whose header names "the paper's claim"), per row."""
+    table = next(t for t in re.findall(r"<table.*?</table>", html, re.S) if "the paper" in t and "OLMoE" in t)
+    rows = re.findall(r"<tr.*?</tr>", table.split("</thead>")[-1], re.S)
+    return [[text_of(c).strip() for c in re.findall(r"<td.*?</td>", r, re.S)] for r in rows]
+
+
+def test_the_intro_opens_with_the_verdicts_of_the_authors_files(book):
+    """Issue 29: each claim's cell in the intro's table is the verdict findings.claim_verdicts gives on the authors'
+    files (folded over the claim's items: "2 not supported, 1 fragile"), with "*" where a bound decides one."""
+    if not PUBLISHED.is_dir():
+        pytest.skip("needs the authors' files")
+    from circuitdev.analysis import findings
+    from circuitdev.analysis.findings import f5_control
+    from circuitdev.sources.published import load_published
+
+    dev = load_published(PUBLISHED).table
+    nulls = pd.concat([f5_control.lead_null(dev, head_class=c) for c in ("induction", "previous-token",
+                                                                           "first-token")], ignore_index=True)
+    want = findings.claim_verdicts(findings.robustness_table(dev), f5_control.lead_null_tests(nulls))
+    rows = _intro_verdicts((book / "book" / "intro.html").read_text())
+    assert len(rows) >= len(INTRO_CLAIMS)
+    for claim, row in zip(INTRO_CLAIMS, rows):
+        for model, cell in zip(("pythia-1b", "olmo-1b-0724", "olmoe-1b-7b-0924"), row[2:5]):
+            mine = want[(want["claim"] == claim) & (want["panel"] == model)]
+            assert cell.endswith("*") == bool(mine["bound"].any()), (claim, model, cell)
+            counts = mine["verdict"].value_counts()
+            said = cell.rstrip("*")
+            if len(mine) == 1 or len(counts) == 1:
+                assert said.split(" (all")[0] == counts.index[0], (claim, model, cell)
+            else:
+                assert dict((v, int(n)) for n, v in (p.split(" ", 1) for p in said.split(", "))) == counts.to_dict()
+        assert row[5] and "{glue" not in row[5]  # the toy column: its verdicts, or "not in this build"
 
 
 def test_no_unrendered_myst_in_any_page(book):

@@ -232,3 +232,48 @@ def test_one_formatter_of_ranges_of_bars():
     assert runs_text(bar_runs([2, 3, 5, 75, 100], grid)) == "2–5×, 75–100×"
     assert runs_text([(5, 25), (35, 35), (45, 100)], last=" and ") == "5–25×, 35× and 45–100×"
     assert F.ranges_text([(5.0, 50.0)]) == "5–50×" and F.ranges_text([]) == "at no bar of the grid"
+
+
+def test_chapter_verdict_states_each_models_verdict_and_glues_it(published_fixture, tmp_path,  # noqa: F811
+                                                                 monkeypatch):
+    """Issue 29 item 2: `Chapter.verdict` (under a findings page's title) says, per model, the verdict
+    findings.claim_verdicts gives and its reason, and glues the verdicts the intro's table quotes; a present tier
+    without a row for the claim reads "does not apply", an absent tier's keys are left to `finish`."""
+    from circuitdev.book import display
+    from circuitdev.book.build import BuildFolders
+    from circuitdev.book.chapter import Chapter
+    from circuitdev.book.tiers import load_tiers
+    from circuitdev.sources.published import load_published
+
+    notes = []
+    monkeypatch.setattr(display, "glue_text", lambda key, text, value=None: None)
+    monkeypatch.setattr(display, "note", lambda text, **kw: notes.append((text, kw)))
+    folders = BuildFolders(results_dir=tmp_path / "r", data_dir=tmp_path, published_dir=published_fixture, panels=[])
+    ch = Chapter(name="f3_milestones", prefix="f3", params={}, folders=folders,
+                 tiers=load_tiers(["published", "toy"], published_dir=published_fixture, results_dir=tmp_path / "r"))
+    got = ch.verdict("F3.gap")
+    want = F.claim_verdicts(F.robustness_table(load_published(published_fixture).table, claims=["F3.gap"]))
+    assert got.drop(columns="tier").reset_index(drop=True).equals(want.reset_index(drop=True))
+    ((text, kw),) = notes
+    assert kw["title"].startswith("Verdict on F3.gap")
+    for r in want.to_dict("records"):
+        short = {"pythia-1b": "pythia", "olmo-1b-0724": "olmo", "olmoe-1b-7b-0924": "olmoe"}[r["panel"]]
+        assert ch.glued[f"f3-verdict-f3-gap-pub-{short}"] == r["verdict"] + ("*" if r["bound"] else "")
+        assert r["reason"] in text  # one item: the line gives the verdict's own reason
+    assert len(text.splitlines()) == len(want)  # one line per model
+    assert not any("-toy" in k for k in ch.glued)  # the absent toy tier: left to Chapter.finish
+
+
+def test_the_robustness_map_colours_f5_by_its_verdict_not_its_sign():
+    """Issue 29 item 3: a lead of the paper's sign whose test does not reject is drawn as failing, one whose test
+    cannot reject whatever the data as untestable; other claims keep their sign's colour."""
+    from circuitdev.book.plots.robustness import map_states, verdict_states
+
+    g = pd.DataFrame({"claim": ["F5.lead"] * 3 + ["F3.gap"], "panel": ["a", "b", "c", "a"],
+                      "item": ["induction"] * 3 + ["gap"], "holds": [True, True, True, True],
+                      "censored": [False, True, False, False], "value": [2.0, 3.0, 1.0, 5.0]})
+    verdicts = pd.DataFrame({"claim": ["F5.lead", "F5.lead", "F5.lead", "F3.gap"], "panel": ["a", "b", "c", "a"],
+                             "item": ["induction"] * 3 + ["gap"],
+                             "verdict": ["not supported", "not supported", "untestable", "not supported"]})
+    assert list(map_states(g)) == [0, 1, 0, 0]
+    assert list(verdict_states(g, verdicts, ("F5.lead",))) == [3, 2, 4, 0]

@@ -254,6 +254,41 @@ class Chapter:
                         "reached); the dotted line is the paper's bar.")
         return table
 
+    def verdict(self, claim: str, *, show: bool = True) -> pd.DataFrame:
+        """The verdict of one claim of findings.ROBUSTNESS_CLAIMS on every present tier (issue 29), stated right
+        under a findings page's title: one short line per model, its verdict folded over the claim's items and the
+        reason that decided it (`findings.claim_verdicts`, with F5's permutation test where the claim has one).
+        Glues the verdicts without their reasons, for a summary table: `<prefix>-verdict-<key>-<tier>-<model>` (key
+        as in `how_robust`: "F3.gap" -> "f3-gap"; the published models always get theirs when that tier is present, "no data" when one lacks a row)
+        and `<prefix>-verdict-<key>-<tier>` (every model of a present tier in one line, "does not apply" when it has
+        no row for the claim). show=False glues only. Returns the verdicts (+ tier)."""
+        from circuitdev.analysis.findings.claim import ALL  # the row about every model at once: in the table only
+        from circuitdev.sources.published_panels import PUBLISHED_PANELS
+
+        key = claim.lower().replace(".", "-")
+        verdicts = self.apply(_claim_verdicts, claim)
+        lines = []
+        for tier in TIERS:
+            rows = verdicts[verdicts["tier"] == tier] if len(verdicts) else verdicts
+            present = tier in self.tiers.tiers and self.tiers.tiers[tier].present
+            said = {}
+            for panel in dict.fromkeys([*(PUBLISHED_PANELS if tier == "published" else []), *rows.get("panel", [])]):
+                cell = rows[rows["panel"] == panel] if len(rows) else rows
+                said[panel] = _verdict_line(cell) if len(cell) else None
+                if present:  # an absent tier's keys read "not in this build" (`finish`)
+                    self.glue(f"verdict-{key}-{TIER_KEYS[tier]}-{_short_panel(panel)}",
+                              said[panel][0] if said[panel] else None, absent="no data")
+            named = [(_MODEL_NAMES.get(_short_panel(p), p), t) for p, t in said.items() if t and p != ALL]
+            if present:
+                self.glue(f"verdict-{key}-{TIER_KEYS[tier]}", "; ".join(f"{n}: {v}" for n, (v, _) in named) or None,
+                          absent="does not apply")
+            lines += [f"- **{n}** ({TIER_LABELS[tier].split(' (')[0]}): **{v.rstrip('*')}**"
+                      f"{' (a bound decides it)' if v.endswith('*') else ''} — {r}" for n, (v, r) in named]
+        if show:
+            display.note("\n".join(lines) if lines else "No tier of this build holds the data for this claim: "
+                         "untestable here.", kind="important", title=f"Verdict on {claim} (what the data support)")
+        return verdicts
+
     def claimed(self, claim_id: str) -> pd.DataFrame:
         """The paper's values of one claim of data/claims.yaml (a series expands into rows)."""
         from circuitdev.analysis.claims import claim_values
@@ -388,6 +423,40 @@ def _code_commit() -> str:
     from circuitdev.book.provenance import code_commit
 
     return code_commit()
+
+
+def _claim_verdicts(dev: pd.DataFrame, claim: str) -> pd.DataFrame:
+    """`findings.claim_verdicts` of one claim on one tier's table: its robustness table and, for F5.lead, the
+    permutation test of the lead (`lead_null` under the lead's default rule, per class) -- as `reanalyse` does."""
+    from circuitdev.analysis import findings
+    from circuitdev.analysis.findings import f5_control
+    from circuitdev.analysis.reanalysis import F5_CLASSES
+    from circuitdev.schema import sel_column
+
+    tests = None
+    if claim == "F5.lead" and "pr" in dev.columns:
+        nulls = [f5_control.lead_null(dev, head_class=c) for c in F5_CLASSES if sel_column(c) in dev.columns]
+        nulls = [n for n in nulls if len(n)]
+        tests = f5_control.lead_null_tests(pd.concat(nulls, ignore_index=True)) if nulls else None
+    return findings.claim_verdicts(findings.robustness_table(dev, claims=[claim]), tests)
+
+
+def _verdict_line(cell: pd.DataFrame) -> tuple[str, str]:
+    """One model's verdict on a claim as (verdict, reason): the verdict when the claim has one item, else the
+    verdicts folded over the items, weakest first ("3 fragile, 5 supported"); "*" where a bound decides one (the
+    value at the paper's bar is censored). The reason is the weakest item's (named when there are several)."""
+    star = "*" if cell["bound"].astype(bool).any() else ""
+    counts = cell["verdict"].value_counts()
+    weakest = cell.iloc[int(cell["verdict"].map(_WEAKEST_FIRST.index).to_numpy().argmin())]
+    if len(cell) == 1:
+        return f"{weakest['verdict']}{star}", str(weakest["reason"])
+    head = f"{weakest['verdict']} (all {len(cell)} items)" if len(counts) == 1 else \
+        ", ".join(f"{counts[v]} {v}" for v in _WEAKEST_FIRST if v in counts)
+    return head + star, f"weakest, {weakest['item']}: {weakest['reason']}"
+
+
+_WEAKEST_FIRST = ("not supported", "untestable", "fragile", "supported")  # how a summary orders the verdicts
+_MODEL_NAMES = {"pythia": "Pythia", "olmo": "OLMo", "olmoe": "OLMoE"}  # the published models as prose names them
 
 
 def value_of(frame: pd.DataFrame, column: str, **where: Any) -> Any:

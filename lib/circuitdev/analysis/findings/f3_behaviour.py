@@ -24,7 +24,7 @@ __all__ = ["BehaviourMilestone", "BEHAVIOUR_MILESTONES", "behaviour_milestones",
 BehaviourMeasure = Literal["top1", "icl_score", "top1_drop", "excess_drop_lo"]
 _MEASURES: dict[str, tuple[str, Callable[[float], str]]] = {
     "top1": ("top-1 accuracy at the query (second A → B)", lambda v: f"{100 * v:g}%"),
-    "icl_score": ("in-context-learning score (loss on a span's first occurrence minus on its repeat)",
+    "icl_score": ("repeat (copy) score (loss on a random span's first occurrence minus on its repeat)",
                   lambda v: f"{v:g} nat" + ("s" if v != 1 else "")),
     "top1_drop": ("top-1 lost when the final induction circuit is zero-ablated", lambda v: f"{100 * v:g} pp"),
     # "necessary": the circuit's drop beyond random groups of as many heads (sources.ablate's excess_drop) -- the
@@ -35,7 +35,7 @@ _MEASURES: dict[str, tuple[str, Callable[[float], str]]] = {
 _STRICT = {"excess_drop_lo"}  # reached when the measure exceeds the level (an interval above 0), not when it equals
 
 
-_LABELS = {"top1": "top-1", "icl_score": "ICL score", "top1_drop": "circuit ablation costs",
+_LABELS = {"top1": "top-1", "icl_score": "repeat (copy) score", "top1_drop": "circuit ablation costs",
            "excess_drop_lo": "circuit necessary: its excess drop's interval"}
 
 
@@ -56,12 +56,12 @@ class BehaviourMilestone:
         return f"{words} {'>' if self.measure in _STRICT else '≥'} {write(self.level)}"
 
     def label(self) -> str:
-        """In a few words: "top-1 ≥ 25%", "ICL score ≥ 1 nat", "circuit ablation costs ≥ 10 pp"."""
+        """In a few words: "top-1 ≥ 25%", "repeat (copy) score ≥ 1 nat", "circuit ablation costs ≥ 10 pp"."""
         return f"{_LABELS[self.measure]} {'>' if self.measure in _STRICT else '≥'} " \
             f"{_MEASURES[self.measure][1](self.level)}"
 
 
-# Default behavioural milestones: top-1 crossing a quarter and a half, the ICL score 1 and 3 nats, ablating the
+# Default behavioural milestones: top-1 crossing a quarter and a half, the repeat (copy) score 1 and 3 nats, ablating the
 # circuit costing 10 / 25 points of top-1 (against no ablation), and the circuit becoming necessary (its drop beyond
 # random groups' lies above 0: issue 29 item 5).
 BEHAVIOUR_MILESTONES: tuple[BehaviourMilestone, ...] = (

@@ -29,8 +29,8 @@ _MILESTONE_STYLE = {
 _BEHAVIOUR_STYLE = {
     "top1_25pct": ("*", "#74c476", "top-1 ≥ 25%"),
     "top1_50pct": ("*", "#238b45", "top-1 ≥ 50%"),
-    "icl_1nat": ("D", "#bcbddc", "ICL score ≥ 1 nat"),
-    "icl_3nats": ("D", "#6a51a3", "ICL score ≥ 3 nats"),
+    "icl_1nat": ("D", "#bcbddc", "repeat (copy) score ≥ 1 nat"),
+    "icl_3nats": ("D", "#6a51a3", "repeat (copy) score ≥ 3 nats"),
     "drop_10pp": ("P", "#bf812d", "ablating the circuit costs ≥ 10 pp"),
     "drop_25pp": ("P", "#8c510a", "ablating the circuit costs ≥ 25 pp"),
     "necessary": ("X", "#543005", "circuit necessary (drop beyond random groups > 0)"),

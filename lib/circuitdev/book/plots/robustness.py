@@ -149,19 +149,37 @@ def map_states(g: pd.DataFrame) -> np.ndarray:
     return np.where(pd.to_numeric(g["value"], errors="coerce").notna().to_numpy(), state, 4)
 
 
-def robustness_map(table: pd.DataFrame, *, tier: str | None = None) -> Figure:
+def verdict_states(g: pd.DataFrame, verdicts: pd.DataFrame, claims: tuple[str, ...]) -> np.ndarray:
+    """`map_states`, except that a cell of a claim in `claims` whose sign holds takes its row's verdict: a lead of
+    the right sign that its permutation test does not (or cannot) show above chance is no support. Supported or
+    fragile: holds; not supported: fails; untestable: untestable (bound shades kept)."""
+    state = map_states(g)
+    verdict = {(r["claim"], r["panel"], str(r["item"])): r["verdict"] for r in verdicts.to_dict("records")}
+    mine = g["claim"].isin(claims).to_numpy()
+    found = np.array([verdict.get((c, p, str(i)), "") for c, p, i in zip(g["claim"], g["panel"], g["item"])])
+    held = mine & np.isin(state, (0, 1))
+    state = np.where(held & (found == "not supported"), np.where(state == 0, 3, 2), state)  # holds -> fails
+    return np.where(held & (found == "untestable"), 4, state)
+
+
+def robustness_map(table: pd.DataFrame, *, tier: str | None = None, verdicts: pd.DataFrame | None = None,
+                   by_verdict: tuple[str, ...] = ("F5.lead",)) -> Figure:
     """All claims x bars at a glance under the paper's rule: one block per claim, in it one row per (model, item,
     moving bar), one column per bar; the cell's state (STATES: holds, fails, either with the value a bound, or
     untestable) in its own colour (STATE_COLORS); the paper's bar outlined. `table`: findings.robustness_table
-    (+ tier; `tier` picks one)."""
+    (+ tier; `tier` picks one). `verdicts`: findings.claim_verdicts (+ tier): the claims of `by_verdict` (those
+    with a null test: F5's lead) are coloured by their verdict, not by their sign (`verdict_states`)."""
     g = table[table["paper_rule"].astype(bool)] if len(table) else table
     if tier is not None and len(g):
         g = g[g["tier"] == tier]
     if g.empty:
         return placeholder("No claim applies to this tier's data.", title="Robustness map")
     bars = sorted(pd.unique(g["threshold"]))
+    if verdicts is not None and tier is not None and "tier" in verdicts.columns:
+        verdicts = verdicts[verdicts["tier"] == tier]
     g = g.assign(row=g["panel"] + " · " + g["item"].astype(str) + " · "
-                 + g["varied"].map(lambda v: _VARIED_WORDS.get(v, v)), state=map_states(g))
+                 + g["varied"].map(lambda v: _VARIED_WORDS.get(v, v)),
+                 state=verdict_states(g, verdicts, by_verdict) if verdicts is not None else map_states(g))
     claims = list(pd.unique(g["claim"]))
     sizes = [g.loc[g["claim"] == c, "row"].nunique() for c in claims]
     fig, axes = plt.subplots(len(claims), 1, figsize=(10, 0.24 * sum(sizes) + 0.55 * len(claims) + 1.3),

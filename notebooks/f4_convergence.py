@@ -23,8 +23,6 @@
 # not in S_final (`findings.faded_heads`).
 
 # %% tags=["remove-cell"]
-import pandas as pd
-
 from circuitdev.analysis import findings, uncertainty
 from circuitdev.analysis.audit import audit_table
 from circuitdev.book import Source, chapter, plots, with_interval_text
@@ -90,13 +88,9 @@ names = circuits.groupby(["tier", "panel"], sort=False)["name"].agg(" ".join).re
 gone = faded.groupby(["tier", "panel"], sort=False)["name"].agg(", ".join).reset_index() if len(faded) else faded
 two_thirds = reached[(reached["level"] - levels[min(1, len(levels) - 1)]).abs() < 1e-9] if len(reached) else reached
 # a censored entry is a bound: reached at or before the first probed revision ("≤"), or never ("> the last")
-two_thirds = two_thirds.assign(share_text=[
-    None if b == "lower" or pd.isna(f) else ("≤ " if b == "upper" else "") + f"{100 * f:.2g}%"
-    for f, b in zip(two_thirds.get("token_fraction", []), two_thirds.get("bound", []))]) if len(two_thirds) else \
-    two_thirds.assign(share_text=[])
 for tier, key in (("published", "pub"), ("toy", "toy")):
     ch.glue_list(f"{key}-circuits", names, "name", "{{{}}}", tier=tier, sep="; ")
-    ch.glue_list(f"{key}-67-share", two_thirds, "share_text", tier=tier, missing="never")
+    ch.glue_list(f"{key}-67-share", two_thirds, "share", tier=tier, missing="never")
     ch.glue_list(f"{key}-precision-67", two_thirds, "precision", "{:.0%}", tier=tier, missing="n/a")
     ch.glue_list(f"{key}-faded", gone, "name", tier=tier, sep="; ", absent="none")
 ch.table(reached.drop(columns=["level", "revision_index"], errors="ignore"), precision=3, caption="First revision "

@@ -30,7 +30,6 @@ import pandas as pd
 
 from circuitdev.analysis import findings
 from circuitdev.analysis.findings import f5_pr_lead as pr_lead
-from circuitdev.analysis.findings.f5_control import ALPHA
 from circuitdev.book import ElevationRule, HeadClass, Source, chapter, controls, plots
 
 # %% tags=["parameters", "remove-cell"]
@@ -162,26 +161,7 @@ ch.table(null[findings.LEAD_NULL_TABLE], precision=2, caption="The lead against 
 # **What this says.** {glue:text}`f5-power-conclusion`
 
 # %% tags=["remove-input"]
-mine = null[(null["head_class"] == head_class) & null["p_value"].notna()] if len(null) else null
-able = mine[mine["min_p"] < ALPHA] if len(mine) else mine
-reject = able[able["p_value"] < ALPHA] if len(able) else able
-ch.glue("power-tests", len(mine))
-ch.glue("power-able", len(able))
-ch.glue("power-reject", len(reject))
-ch.glue("power-list", "; ".join(f"{p} ({t}), {r}: {w}" for t, p, r, w in zip(mine["tier"], mine["panel"],
-                                                                              mine["rule"], mine["power"])) or None,
-        absent="no test: no lead is defined in this build")
-ch.glue("power-conclusion",
-        "No test here can reject: these data cannot show a lead beyond chance, for the paper or against it." if
-        not len(able) else "None of the tests that can reject does: where the data could show a lead beyond chance, "
-        "they show none, so the lead is no evidence that PR rises before formation." if not len(reject) else
-        "Every test that can reject does: where the data can tell, the lead is beyond chance." if
-        len(reject) == len(able) else f"The lead is beyond chance in {len(reject)} of the {len(able)} tests that "
-        "can tell and not in the others: the evidence is mixed.")
-ch.table(null[["tier", "panel", "head_class", "rule", "median_lead", "p_value", "p_greater", "min_p", "power"]]
-         if len(null) else null, precision=2, caption="Whether each test can reject at all: the smallest attainable "
-         "p (min_p: every circuit head elevated at the earliest revision any head is), the p-value (≥; p_greater: "
-         "strictly greater), and what the test concludes.")
+controls.glue_power(ch, null, head_class)
 
 # %% [markdown]
 # ## What the lead hangs on

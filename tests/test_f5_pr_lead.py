@@ -212,3 +212,22 @@ def test_control_figures_are_titled_and_say_when_empty(dev):  # noqa: F811
     assert_titled(plots.pr_null_calibration(calibrated.assign(tier="toy")))
     for fn in (plots.lead_vs_null, plots.base_rate_lines, plots.topk_bars, plots.pr_null_calibration):
         assert_placeholder(fn(EMPTY), fn.__name__)
+
+
+def test_power_conclusion_follows_the_verdict_rules():
+    """Tests that cannot reject say nothing; among those that can, none / all / some rejecting read differently."""
+    import pandas as pd
+
+    from circuitdev.analysis.findings import power_conclusion
+
+    def tests(*pairs):
+        return pd.DataFrame(pairs, columns=["min_p", "p_value"])
+
+    none_can = power_conclusion(tests((0.3, 0.5), (0.07, 0.4)))
+    assert (none_can["tests"], none_can["able"], none_can["reject"]) == (2, 0, 0)
+    assert none_can["conclusion"].startswith("No test here can reject")
+    assert power_conclusion(tests((0.01, 0.43), (0.3, 0.9)))["conclusion"].startswith("None of the tests that can")
+    assert power_conclusion(tests((0.01, 0.02)))["conclusion"].startswith("Every test that can reject does")
+    mixed = power_conclusion(tests((0.01, 0.02), (0.001, 0.3)))
+    assert (mixed["able"], mixed["reject"]) == (2, 1) and "mixed" in mixed["conclusion"]
+    assert power_conclusion(tests())["tests"] == 0

@@ -161,15 +161,21 @@ def _check_device(where, value, problems, config):
         problems.append(f"{where}: {value!r} is not a device; use auto, cpu, cuda, cuda:N or mps")
 
 
-def _check_refine(where, value, problems, config):
-    from circuitdev.analysis.findings import REVISION_METRICS
-
+def _entries(where, value, keys, problems):
+    """(its place, the entry) for each mapping of the list `value`, its keys checked against `keys`; a value that is
+    not a list, or an entry that is not a mapping, adds its problem and is skipped."""
     for i, entry in enumerate(_list(where, value, problems) or []):
         at = f"{where}[{i}]"
         entry = _mapping(at, entry, problems)
-        if entry is None:
-            continue
-        _keys(at, entry, REFINE_KEYS, problems)
+        if entry is not None:
+            _keys(at, entry, keys, problems)
+            yield at, entry
+
+
+def _check_refine(where, value, problems, config):
+    from circuitdev.analysis.findings import REVISION_METRICS
+
+    for at, entry in _entries(where, value, REFINE_KEYS, problems):
         if not entry.get("panel"):
             problems.append(f"{at}: needs `panel` (the probed panel to refine)")
         else:
@@ -191,12 +197,7 @@ def _check_model_notebook(where, value, problems, config):
 
 def _check_notebooks(where, value, problems, config):
     seen = set()
-    for i, entry in enumerate(_list(where, value, problems) or []):
-        at = f"{where}[{i}]"
-        entry = _mapping(at, entry, problems)
-        if entry is None:
-            continue
-        _keys(at, entry, NOTEBOOK_KEYS, problems)
+    for at, entry in _entries(where, value, NOTEBOOK_KEYS, problems):
         name = entry.get("name")
         if not isinstance(name, str) or not NAME_RE.match(name):
             problems.append(f"{at}.name: {name!r} is not a plain name (it names <generated_dir>/<name>.ipynb)")

@@ -155,6 +155,23 @@ def glue_null(ch, null: pd.DataFrame, head_class: str, rule: str, causal_rule: s
     return mine
 
 
+def glue_power(ch, null: pd.DataFrame, head_class: str) -> None:
+    """Whether the lead tests of `head_class` can reject at all and what they conclude (issue 29 item 3):
+    `power-tests`, `power-able`, `power-reject`, `power-list` (per model and rule) and `power-conclusion`
+    (findings.power_conclusion), then the table of findings.LEAD_POWER_TABLE."""
+    mine = null[(null["head_class"] == head_class) & null["p_value"].notna()] if len(null) else null
+    said = findings.power_conclusion(mine)
+    for key in ("tests", "able", "reject"):
+        ch.glue(f"power-{key}", said[key])
+    ch.glue("power-list", "; ".join(f"{p} ({t}), {r}: {w}" for t, p, r, w in zip(mine["tier"], mine["panel"],
+                                                                               mine["rule"], mine["power"])) or None,
+            absent="no test: no lead is defined in this build")
+    ch.glue("power-conclusion", said["conclusion"])
+    ch.table(null[findings.LEAD_POWER_TABLE] if len(null) else null, precision=2, caption="Whether each test can "
+             "reject at all: the smallest attainable p (min_p: every circuit head elevated at the earliest revision "
+             "any head is), the p-value (≥; p_greater: strictly greater), and what the test concludes.")
+
+
 def glue_null_pr(ch, calibrated: pd.DataFrame, summary: pd.DataFrame) -> None:
     """The PR null: `null-pr-draws` (random batches per revision), `null-pr-final` ("k of n" heads above the null
     p99 at the final revision, per panel), `null-pr-circuit` (the circuit heads among them)."""

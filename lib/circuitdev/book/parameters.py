@@ -224,7 +224,9 @@ class Bounds:
 
     def __str__(self) -> str:
         def fmt(v: float) -> str:
-            return "inf" if v == math.inf else "-inf" if v == -math.inf else f"{v:g}"
+            # written as `-p NAME VALUE` takes it: 1000000, not 1e+06 (YAML reads "1e+06" as text)
+            return "inf" if v == math.inf else "-inf" if v == -math.inf else \
+                str(int(v)) if float(v).is_integer() else repr(float(v))
         return f"{'[' if self.low_closed else '('}{fmt(self.low)}, {fmt(self.high)}{']' if self.high_closed else ')'}"
 
 

@@ -157,8 +157,6 @@ def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None 
 
     if n_random < 1:
         raise ConfigError(f"n_random must be >= 1 random groups, got {n_random}")
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1 sequences per forward pass, got {batch_size}")
     say = log or (lambda msg: None)
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     read = PanelRecords(root, panel.name, panel).read(on_missing="raise")

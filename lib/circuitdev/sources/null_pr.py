@@ -96,8 +96,10 @@ def null_pr_over_training(panel: Panel, *, results_dir: str | os.PathLike | None
         raise ConfigError(f"n_draws must be >= 1, got {n_draws}")
     if n is not None and n < 2:
         raise ConfigError(f"n (random sequences per draw) must be >= 2, got {n}")
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1 sequences per forward pass, got {batch_size}")
+    foreign = [r for r in revisions or () if r not in {rev.name for rev in panel.revisions}]
+    if foreign:  # not a revision of this panel at all: probing will not help
+        raise ConfigError(f"{panel.name} has no revision(s) {foreign}; its revisions: "
+                          f"{', '.join(rev.name for rev in panel.revisions)} (`circuitdev panels` lists them)")
     say = log or (lambda msg: None)
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     read = PanelRecords(root, panel.name, panel).read(on_missing="skip")
@@ -105,7 +107,8 @@ def null_pr_over_training(panel: Panel, *, results_dir: str | os.PathLike | None
     n = int(cfg.n_pr if n is None else n)
     unknown = sorted(set(revisions or ()) - set(read.sidecars))
     if unknown:
-        raise ConfigError(f"{panel.name}: no complete record for revision(s) {unknown}; probe them first")
+        raise ConfigError(f"{panel.name}: no complete record for revision(s) {unknown}; probe them first "
+                          f"(`circuitdev probe --panel {panel.name}`)")
     header = {"format": FORMAT, "panel": panel.name, "config_hash": read.config_hash, "n_draws": n_draws, "n": n,
               "seed": seed, "seq_len": cfg.seq_len, "first_token": cfg.first_token_id, "ids": "uniform [0, vocab)"}
     tokens = {rev: int(meta["tokens"]) for rev, meta in read.sidecars.items()}

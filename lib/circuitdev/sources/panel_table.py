@@ -24,6 +24,7 @@ from typing import Callable
 import pandas as pd
 
 from circuitdev.atomic import remove_temp_files, write_atomic
+from circuitdev.errors import ConfigError
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.sources.store import parquet_bytes, read_parquet
 
@@ -46,6 +47,8 @@ def record_identity(meta: dict | None) -> dict | None:
 
 def records_config(config: dict, *, batch_size: int | None, device: str | None) -> ProbeConfig:
     """The records' ProbeConfig (`RecordSet.config`), with the run's batch size and device where given."""
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1 sequences per forward pass, got {batch_size}")
     cfg = ProbeConfig.from_dict(config)
     return cfg.replace(**{k: v for k, v in {"batch_size": batch_size, "device": device}.items() if v is not None})
 

@@ -65,6 +65,15 @@ class RobustClaim:
         return self.unit(value) if np.isfinite(value) else None
 
 
+def hangs_on_row(panel, item, varied, bar, head, revision, tokens_b, value, text, *, against: float | None = None,
+                 stays_from: float = np.nan, stays_to: float = np.nan) -> dict:
+    """One row of HANGS_ON_COLUMNS (less `claim`): the deciding head (or None) and its value, its margin = value /
+    `against` (default: the bar), the bars between which the verdict would stay, and the sentence."""
+    return {"panel": panel, "item": item, "varied": varied, "bar": bar, "head": head, "revision": revision,
+            "tokens_b": tokens_b, "head_value": value, "margin": value / (bar if against is None else against),
+            "stays_from": stays_from, "stays_to": stays_to, "text": text}
+
+
 def claim_row(panel, item, varied, tau, rule, value, holds, bound, paper_tau, paper_rule) -> dict:
     """One row of ROBUSTNESS_COLUMNS (less `claim`, which the driver adds)."""
     return {"panel": panel, "item": item, "varied": varied, "threshold": float(tau), "rule": rule,

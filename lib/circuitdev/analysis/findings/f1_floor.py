@@ -14,7 +14,7 @@ from circuitdev.analysis import uncertainty
 from circuitdev.analysis.devtable import head_mask, index, require
 from circuitdev.errors import ConfigError
 from circuitdev.analysis.findings.basics import BOS
-from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim, claim_row, tokens_text
+from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim, claim_row, hangs_on_row, tokens_text
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import BOS_THRESHOLD, check_head_class, head_name, sel_column
 
@@ -312,14 +312,12 @@ def _floor_hangs_on(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
     rows = []
     for panel, g in floor_margin(dev).groupby("panel", sort=False):
         r = g.loc[g["value"].idxmax()]
-        rows.append({"panel": panel, "item": "L0+L1", "varied": "first_token", "bar": BOS_THRESHOLD,
-                     "head": r["name"], "revision": r["revision"], "tokens_b": r["tokens_b"],
-                     "head_value": r["value"], "margin": r["value"] / BOS_THRESHOLD, "stays_from": r["value"],
-                     "stays_to": np.inf,
-                     "text": f"the strongest first-token head in layers 0/1, {r['name']} at "
-                             f"{tokens_text(r['tokens_b'])}, reads {r['value']:.3g}× ({r['value'] / BOS_THRESHOLD:.0%}"
-                             f" of the {BOS_THRESHOLD:g}× bar): the floor fails for bars at or below "
-                             f"{r['value']:.3g}×"})
+        rows.append(hangs_on_row(panel, "L0+L1", "first_token", BOS_THRESHOLD, r["name"], r["revision"],
+                                 r["tokens_b"], r["value"], stays_from=r["value"], stays_to=np.inf, text=(
+                                     f"the strongest first-token head in layers 0/1, {r['name']} at "
+                                     f"{tokens_text(r['tokens_b'])}, reads {r['value']:.3g}× "
+                                     f"({r['value'] / BOS_THRESHOLD:.0%} of the {BOS_THRESHOLD:g}× bar): the floor "
+                                     f"fails for bars at or below {r['value']:.3g}×")))
     return rows
 
 

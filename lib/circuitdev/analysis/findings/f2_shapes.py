@@ -13,7 +13,7 @@ from circuitdev.analysis import uncertainty
 from circuitdev.analysis.bars import bar_runs, runs_text
 from circuitdev.analysis.devtable import head_counts, index, require
 from circuitdev.analysis.findings.basics import BOS, EPS
-from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim, claim_row, tokens_text
+from circuitdev.analysis.findings.claim import ALL, COUNTING_RULES, RobustClaim, claim_row, hangs_on_row, tokens_text
 from circuitdev.measure.classify import CountingRule
 from circuitdev.schema import BOS_THRESHOLD
 
@@ -249,14 +249,12 @@ def _shapes_hangs_on(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
     """The largest jump's share of the rise against the 50% a transition needs."""
     rows = []
     for r in trajectory_shape(bos_fraction(dev, rule=rule)).itertuples():
-        rows.append({"panel": r.panel, "item": r.shape, "varied": "first_token", "bar": BOS_THRESHOLD,
-                     "head": None, "revision": r.jump_to_revision, "tokens_b": r.jump_to_tokens_b,
-                     "head_value": r.jump_share, "margin": r.jump_share / 0.5, "stays_from": np.nan,
-                     "stays_to": np.nan,
-                     "text": (f"its largest jump ({tokens_text(r.jump_from_tokens_b)} → "
-                              f"{tokens_text(r.jump_to_tokens_b)}) carries {r.jump_share:.0%} of the total rise "
-                              f"({r.jump_share / 0.5:.2f}× the 50% a transition needs)")
-                     if np.isfinite(r.jump_share) else "its share of sink heads never rises: no shape to call"})
+        rows.append(hangs_on_row(r.panel, r.shape, "first_token", BOS_THRESHOLD, None, r.jump_to_revision,
+                                 r.jump_to_tokens_b, r.jump_share, against=0.5, text=(
+                                     f"its largest jump ({tokens_text(r.jump_from_tokens_b)} → "
+                                     f"{tokens_text(r.jump_to_tokens_b)}) carries {r.jump_share:.0%} of the total "
+                                     f"rise ({r.jump_share / 0.5:.2f}× the 50% a transition needs)")
+                                 if np.isfinite(r.jump_share) else "its share of sink heads never rises: no shape to call"))
     return rows
 
 

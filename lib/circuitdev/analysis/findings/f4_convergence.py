@@ -14,7 +14,8 @@ import pandas as pd
 from circuitdev.analysis import uncertainty
 from circuitdev.analysis.devtable import final_circuit, head_mask, index
 from circuitdev.analysis.findings.basics import EPS
-from circuitdev.analysis.findings.claim import COUNTING_RULES, RobustClaim, claim_row, claimed, matches, tokens_text
+from circuitdev.analysis.findings.claim import (COUNTING_RULES, RobustClaim, claim_row, claimed, hangs_on_row, matches,
+                                                tokens_text)
 from circuitdev.analysis.findings.f3_milestones import first_hit_bound, milestone_text
 from circuitdev.analysis.units import fmt_tokens_b
 from circuitdev.measure.classify import CountingRule
@@ -109,7 +110,8 @@ def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3,
     circuit; use exact fractions, as 2/3 = 0.667 < 0.67). Columns: panel, level, level_pct, revision,
     revision_index, tokens_b, token_fraction (None / NaN where never reached), the censoring (`bound`: "upper" at
     the first probed revision after initialisation, "lower" never reached -- `f3_milestones.first_hit_bound` --;
-    bound_tokens_b, the last revision's tokens where never reached; `reached`: "23B", "≤ 20B", "> 3.05T"), and
+    bound_tokens_b, the last revision's tokens where never reached; `reached`: "23B", "≤ 20B", "> 3.05T";
+    `share`: the share of training as the prose gives it, "0.3%", "≤ 0.2%" at the first revision, None never), and
     where `recall` has them (a `circuit_recall` table) the screen there: n_screened, n_found, precision, jaccard."""
     rows = []
     panels, value = recall["panel"].to_numpy(), recall["recall"].to_numpy(dtype=float)
@@ -129,9 +131,11 @@ def recall_milestones(recall: pd.DataFrame, *, levels: Sequence[float] = (1 / 3,
                          "token_fraction": float(first["token_fraction"]) if first is not None else np.nan,
                          "bound": bound, "bound_tokens_b": row["bound_tokens_b"],
                          "reached": milestone_text(row, fmt_tokens_b, never=""),
+                         "share": None if first is None else
+                         f"{'≤ ' if bound == 'upper' else ''}{100 * float(first['token_fraction']):.2g}%",
                          **{c: float(first[c]) if first is not None else np.nan for c in screen}})
     return pd.DataFrame(rows, columns=["panel", "level", "level_pct", "revision", "revision_index", "tokens_b",
-                                       "token_fraction", "bound", "bound_tokens_b", "reached", *screen])
+                                       "token_fraction", "bound", "bound_tokens_b", "reached", "share", *screen])
 
 
 # ------------------------------------------------------------------------------------ F4 as a robustness claim
@@ -169,14 +173,12 @@ def _recall_hangs_on(dev: pd.DataFrame, rule: CountingRule) -> list[dict]:
         k = max(1, math.ceil(m["level"] * len(heads) - EPS))
         r = at.iloc[k - 1]
         name, value = head_name(r["layer"], r["head"]), float(r[col])
-        rows.append({"panel": m["panel"], "item": f"{m['level_pct']}%", "varied": "induction",
-                     "bar": INDUCTION_THRESHOLD, "head": name, "revision": m["revision"], "tokens_b": m["tokens_b"],
-                     "head_value": value, "margin": value / INDUCTION_THRESHOLD, "stays_from": np.nan,
-                     "stays_to": np.nan,
-                     "text": f"{m['level_pct']}% at {'≤ ' if m['bound'] == 'upper' else ''}"
-                             f"{tokens_text(m['tokens_b'])}"
-                             f"{' (the first probed revision)' if m['bound'] == 'upper' else ''}: {name} reads "
-                             f"{value:.3g}× ({value / INDUCTION_THRESHOLD:.2f}× the bar)"})
+        bound = m["bound"] == "upper"
+        rows.append(hangs_on_row(m["panel"], f"{m['level_pct']}%", "induction", INDUCTION_THRESHOLD, name,
+                                 m["revision"], m["tokens_b"], value,
+                                 f"{m['level_pct']}% at {'≤ ' if bound else ''}{tokens_text(m['tokens_b'])}"
+                                 f"{' (the first probed revision)' if bound else ''}: {name} reads "
+                                 f"{value:.3g}× ({value / INDUCTION_THRESHOLD:.2f}× the bar)"))
     return rows
 
 

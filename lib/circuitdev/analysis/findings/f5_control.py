@@ -26,14 +26,16 @@ from circuitdev.analysis.findings.f5_pr_lead import (FORMATION_THRESHOLDS, Eleva
 from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, head_name, sel_column
 
-__all__ = ["LEAD_NULL_TABLE", "elevation_base_rate", "lead_null", "lead_null_texts", "lead_null_settings",
-           "lead_null_tests",
+__all__ = ["LEAD_NULL_TABLE", "LEAD_POWER_TABLE", "elevation_base_rate", "lead_null", "lead_null_texts",
+           "lead_null_settings", "lead_null_tests", "power_conclusion",
            "pr_against_null", "null_pr_summary"]
 
 # the columns a page shows of a lead_null table (+ tier): the rest are in reanalyse's f5_lead_null.csv
 LEAD_NULL_TABLE = ["tier", "panel", "head_class", "rule", "heads", "defined", "lower", "upper", "median_lead",
                    "other_median_lead", "transient_median_lead", "null_mean", "null_lo", "null_hi", "p_value",
                    "base_rate_first"]
+# ... and the columns that say whether each test can reject at all (min_p) and what it concludes (power)
+LEAD_POWER_TABLE = ["tier", "panel", "head_class", "rule", "median_lead", "p_value", "p_greater", "min_p", "power"]
 N_PERMUTATIONS = 10_000  # permutations of the null: a p-value of 0.05 has a Monte Carlo error of about 0.002
 PERMUTATION_SEED = 0
 ALPHA = 0.05  # the level a test must be able to reach (min_p) and reach (p_value)
@@ -271,3 +273,21 @@ def null_pr_summary(calibrated: pd.DataFrame, dev: pd.DataFrame | None = None, *
     return out[columns]
 
 
+
+
+def power_conclusion(tests: pd.DataFrame, *, alpha: float = ALPHA) -> dict:
+    """What a set of lead tests (`lead_null_texts` rows with a p-value) says together, by the verdict rules: how many
+    there are, how many can reject at all (min_p < alpha), how many do (p_value < alpha), and the conclusion in
+    words -- none can tell; none of those that can does (no evidence of a lead); all do; or mixed."""
+    able = tests[tests["min_p"] < alpha] if len(tests) else tests
+    reject = able[able["p_value"] < alpha] if len(able) else able
+    n_able, n_reject = len(able), len(reject)
+    words = ("No test here can reject: these data cannot show a lead beyond chance, for the paper or against it."
+             if not n_able else
+             "None of the tests that can reject does: where the data could show a lead beyond chance, they show "
+             "none, so the lead is no evidence that PR rises before formation." if not n_reject else
+             "Every test that can reject does: where the data can tell, the lead is beyond chance."
+             if n_reject == n_able else
+             f"The lead is beyond chance in {n_reject} of the {n_able} tests that can tell and not in the others: "
+             "the evidence is mixed.")
+    return {"tests": len(tests), "able": n_able, "reject": n_reject, "conclusion": words}

@@ -10,17 +10,6 @@
 
 # %% [markdown]
 # # F1 · The paper's claim: no sink heads in the first two layers
-#
-# **The paper's claim.** Attention-sink heads (first-token, "BOS", selectivity ≥ {glue:text}`f1-paper-bos-threshold`)
-# appear throughout the depth of every model, but never in layers 0 and 1 — in none of the authors'
-# {glue:text}`f1-pub-runs` (model, revision) runs.
-#
-# **What we compute.** Sink heads (first-token ≥ {glue:text}`f1-threshold`) per layer at every revision
-# (`findings.layer_counts`) and, per run, how many of them sit in layers {glue:text}`f1-floor-layers`
-# (`findings.floor_check`); how close the floor layers come to the bar (`findings.floor_margin`,
-# `findings.floor_headroom`); then, per model, whether the floor holds, fails or lies within the noise of the
-# measurement (`findings.floor_verdict`), from the bootstrap replicates of the probe batch: a re-measurement interval
-# (the probe batch resampled), which covers measuring one trained model again, not training it again.
 
 # %% tags=["remove-cell"]
 import pandas as pd
@@ -41,6 +30,20 @@ floor_layers: list[int] = [0, 1]  # in [0, inf)
 # %% tags=["remove-input"]
 ch = chapter("f1_floor", globals())
 ch.verdict("F1.floor")  # the verdict under the title: what the data support (issue 29)
+
+# %% [markdown]
+# **The paper's claim.** Attention-sink heads (first-token, "BOS", selectivity ≥ {glue:text}`f1-paper-bos-threshold`)
+# appear throughout the depth of every model, but never in layers 0 and 1 — in none of the authors'
+# {glue:text}`f1-pub-runs` (model, revision) runs.
+#
+# **What we compute.** Sink heads (first-token ≥ {glue:text}`f1-threshold`) per layer at every revision
+# (`findings.layer_counts`) and, per run, how many of them sit in layers {glue:text}`f1-floor-layers`
+# (`findings.floor_check`); how close the floor layers come to the bar (`findings.floor_margin`,
+# `findings.floor_headroom`); then, per model, whether the floor holds, fails or lies within the noise of the
+# measurement (`findings.floor_verdict`), from the bootstrap replicates of the probe batch: a re-measurement interval
+# (the probe batch resampled), which covers measuring one trained model again, not training it again.
+
+# %% tags=["remove-input"]
 layers = ch.apply(findings.layer_counts, threshold=bos_threshold, rule=rule)
 floor = ch.apply(findings.floor_check, layers=floor_layers, threshold=bos_threshold, rule=rule)
 ch.glue("threshold", bos_threshold, "{:g}×")

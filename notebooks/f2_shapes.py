@@ -10,19 +10,6 @@
 
 # %% [markdown]
 # # F2 · The paper's claim: three shapes of sink emergence
-#
-# **The paper's claim.** The share of attention heads that are attention sinks (first-token, "BOS", selectivity
-# ≥ {glue:text}`f2-paper-bos-threshold`) rises over training in a shape that differs by architecture: a steady ramp
-# in Pythia, a sudden transition in dense OLMo, and an early, gradual rise that saturates lower in the
-# mixture-of-experts OLMoE.
-#
-# **What we compute.** The BOS fraction n_first(τ)/n_heads at every revision of every panel, here at
-# τ = {glue:text}`f2-threshold` (`findings.bos_fraction`), and two shape descriptors per panel
-# (`findings.trajectory_shape`): the largest jump between adjacent revisions and its share of the total rise — a
-# "transition" when one step carries at least {glue:text}`f2-transition-share` of it — and, because that share
-# depends on where the revisions fall, the steepest rise per e-fold of training tokens (Δ percentage points /
-# Δ ln tokens, measured over at least one e-fold) and the share of the whole rise it carries. No shape is called
-# for a rise smaller than {glue:text}`f2-min-rise`.
 
 # %% tags=["remove-cell"]
 from circuitdev.analysis import findings, uncertainty
@@ -45,6 +32,22 @@ min_rise_heads: int = 3  # in [0, inf)
 # %% tags=["remove-input"]
 ch = chapter("f2_shapes", globals())
 ch.verdict("F2.shapes")  # the verdict under the title: what the data support (issue 29)
+
+# %% [markdown]
+# **The paper's claim.** The share of attention heads that are attention sinks (first-token, "BOS", selectivity
+# ≥ {glue:text}`f2-paper-bos-threshold`) rises over training in a shape that differs by architecture: a steady ramp
+# in Pythia, a sudden transition in dense OLMo, and an early, gradual rise that saturates lower in the
+# mixture-of-experts OLMoE.
+#
+# **What we compute.** The BOS fraction n_first(τ)/n_heads at every revision of every panel, here at
+# τ = {glue:text}`f2-threshold` (`findings.bos_fraction`), and two shape descriptors per panel
+# (`findings.trajectory_shape`): the largest jump between adjacent revisions and its share of the total rise — a
+# "transition" when one step carries at least {glue:text}`f2-transition-share` of it — and, because that share
+# depends on where the revisions fall, the steepest rise per e-fold of training tokens (Δ percentage points /
+# Δ ln tokens, measured over at least one e-fold) and the share of the whole rise it carries. No shape is called
+# for a rise smaller than {glue:text}`f2-min-rise`.
+
+# %% tags=["remove-input"]
 frac = ch.apply(findings.bos_fraction, threshold=bos_threshold, rule=rule, intervals=True)
 shape = ch.apply(lambda dev: findings.trajectory_shape(findings.bos_fraction(dev, threshold=bos_threshold, rule=rule),
                  transition_share=transition_share, min_rise_pp=min_rise_pp, min_rise_heads=min_rise_heads))

@@ -10,22 +10,6 @@
 
 # %% [markdown]
 # # F3 · Does induction come before sinks?
-#
-# **The paper's claim.** "Capability first, sinks later": in every model the first revision with
-# {glue:text}`f3-paper-gap-start` comes well before the first revision with {glue:text}`f3-paper-gap-end`, an
-# order of magnitude of training tokens later in the OLMo models. Both milestones are **attention patterns**: a head
-# that attends like an induction head is not yet a model that copies in context. This page therefore states the
-# attention milestones (induction first, sinks later) and, where the records measure behaviour at every revision (the
-# toy and measured tiers), puts the capability itself beside them. In the toy panel:
-# {glue:text}`f3-toy-capability`. The authors' files hold no behaviour per revision, so for the published models
-# the claim stays one about attention.
-#
-# **What we compute.** The first revision reaching each milestone of the paper's table (`findings.milestones`,
-# listed below), and the gap from {glue:text}`f3-gap-start` to {glue:text}`f3-gap-end` as a token ratio
-# (`findings.milestone_gap`). A milestone already reached at a model's first probed revision was reached *at or
-# before* it, one never reached lies *after* the last: such values are bounds, written "≤ 20B", "> 3.05T" and, for a
-# gap built from them, "≥ 21×". The head-count milestones are absolute, so the toy models, which have fewer heads
-# than some of them ask for, cannot reach those.
 
 # %% tags=["remove-cell"]
 from circuitdev.analysis import findings
@@ -54,6 +38,25 @@ drop_levels: list[float] = [0.1, 0.25]  # in (0, 1]
 ch = chapter("f3_milestones", globals())
 ch.verdict("F3.gap")  # the verdict under the title: what the data support (issue 29)
 ch.verdict("F3.milestones")  # the verdict under the title: what the data support (issue 29)
+
+# %% [markdown]
+# **The paper's claim.** "Capability first, sinks later": in every model the first revision with
+# {glue:text}`f3-paper-gap-start` comes well before the first revision with {glue:text}`f3-paper-gap-end`, an
+# order of magnitude of training tokens later in the OLMo models. Both milestones are **attention patterns**: a head
+# that attends like an induction head is not yet a model that copies in context. This page therefore states the
+# attention milestones (induction first, sinks later) and, where the records measure behaviour at every revision (the
+# toy and measured tiers), puts the capability itself beside them. In the toy panel:
+# {glue:text}`f3-toy-capability`. The authors' files hold no behaviour per revision, so for the published models
+# the claim stays one about attention.
+#
+# **What we compute.** The first revision reaching each milestone of the paper's table (`findings.milestones`,
+# listed below), and the gap from {glue:text}`f3-gap-start` to {glue:text}`f3-gap-end` as a token ratio
+# (`findings.milestone_gap`). A milestone already reached at a model's first probed revision was reached *at or
+# before* it, one never reached lies *after* the last: such values are bounds, written "≤ 20B", "> 3.05T" and, for a
+# gap built from them, "≥ 21×". The head-count milestones are absolute, so the toy models, which have fewer heads
+# than some of them ask for, cannot reach those.
+
+# %% tags=["remove-input"]
 ms = ch.apply(findings.milestones, rule=rule, sustained=sustained, intervals=True)
 gaps = ch.apply(lambda dev: findings.gap_texts(findings.milestones(dev, rule=rule, sustained=sustained),
                                                start=gap_start, end=gap_end, fmt=fmt_tokens_b))

@@ -10,17 +10,6 @@
 
 # %% [markdown]
 # # F4 · Does the screen converge early?
-#
-# **The paper's claim.** The induction circuit found at the end of training is visible to the screen long before:
-# a third, two thirds and all of its heads pass {glue:text}`f4-paper-induction-threshold` after a small share of
-# training (for two thirds: {glue:text}`f4-paper-67-share` of the tokens).
-#
-# **What we compute.** S_final = the heads with induction selectivity ≥ {glue:text}`f4-threshold` at the final
-# revision; recall(r) = the share of S_final already ≥ {glue:text}`f4-threshold` at revision r, and beside it what
-# the screen at r catches that is not the final circuit: precision(r) = the share of the heads screened at r that
-# are in S_final, and the Jaccard overlap of the two sets (`findings.circuit_recall`); the first revision reaching
-# each recall level (`findings.recall_milestones`); and the heads that rise and fade — screened at some revision but
-# not in S_final (`findings.faded_heads`).
 
 # %% tags=["remove-cell"]
 from circuitdev.analysis import findings, uncertainty
@@ -38,6 +27,20 @@ levels: list[float] = [0.3333333333333333, 0.6666666666666666, 1.0]  # in (0, 1]
 # %% tags=["remove-input"]
 ch = chapter("f4_convergence", globals())
 ch.verdict("F4.recall")  # the verdict under the title: what the data support (issue 29)
+
+# %% [markdown]
+# **The paper's claim.** The induction circuit found at the end of training is visible to the screen long before:
+# a third, two thirds and all of its heads pass {glue:text}`f4-paper-induction-threshold` after a small share of
+# training (for two thirds: {glue:text}`f4-paper-67-share` of the tokens).
+#
+# **What we compute.** S_final = the heads with induction selectivity ≥ {glue:text}`f4-threshold` at the final
+# revision; recall(r) = the share of S_final already ≥ {glue:text}`f4-threshold` at revision r, and beside it what
+# the screen at r catches that is not the final circuit: precision(r) = the share of the heads screened at r that
+# are in S_final, and the Jaccard overlap of the two sets (`findings.circuit_recall`); the first revision reaching
+# each recall level (`findings.recall_milestones`); and the heads that rise and fade — screened at some revision but
+# not in S_final (`findings.faded_heads`).
+
+# %% tags=["remove-input"]
 recall = ch.apply(findings.circuit_recall, threshold=induction_threshold, intervals=True)
 reached = ch.apply(lambda dev: findings.recall_milestones(findings.circuit_recall(dev, threshold=induction_threshold),
                                                           levels=levels))

@@ -10,20 +10,6 @@
 
 # %% [markdown]
 # # F5 · Does the participation ratio rise before the circuit forms?
-#
-# **The paper's claim.** A head's participation ratio (PR) — how many directions its output at the query spreads
-# over — becomes elevated before the head passes its class threshold: by {glue:text}`f5-paper-lead-induction`
-# checkpoints for induction heads, {glue:text}`f5-paper-lead-previous-token` for previous-token heads and
-# {glue:text}`f5-paper-lead-first-token` for sink heads.
-#
-# **What we compute.** For every head of each final-revision circuit, PR and selectivity at every revision
-# (`pr_lead.head_trajectories`), its formation (first revision ≥ the class threshold) and its elevation (first
-# revision where PR − 1 reaches a share of its own peak), and the lead in checkpoints between the two
-# (`pr_lead.pr_lead`). The paper does not define "elevated", so the lead is also shown over a grid of definitions
-# (`pr_lead.pr_lead_sensitivity`). Then the controls a lead needs (`findings.f5_control`): how many heads of any
-# kind a rule calls elevated (its base rate), whether the circuit leads by more than heads drawn at random (a
-# permutation null), and where PR sits against PR on random tokens (the null PR). Which classes the heads of
-# highest PR belong to over training, the authors' spectral top-K, is {doc}`spectral_topk`.
 
 # %% tags=["remove-cell"]
 import pandas as pd
@@ -57,6 +43,23 @@ permutation_seed: int = 0  # in [0, inf)
 # %% tags=["remove-input"]
 ch = chapter("f5_pr_lead", globals())
 ch.verdict("F5.lead")  # the verdict under the title: what the data support (issue 29)
+
+# %% [markdown]
+# **The paper's claim.** A head's participation ratio (PR) — how many directions its output at the query spreads
+# over — becomes elevated before the head passes its class threshold: by {glue:text}`f5-paper-lead-induction`
+# checkpoints for induction heads, {glue:text}`f5-paper-lead-previous-token` for previous-token heads and
+# {glue:text}`f5-paper-lead-first-token` for sink heads.
+#
+# **What we compute.** For every head of each final-revision circuit, PR and selectivity at every revision
+# (`pr_lead.head_trajectories`), its formation (first revision ≥ the class threshold) and its elevation (first
+# revision where PR − 1 reaches a share of its own peak), and the lead in checkpoints between the two
+# (`pr_lead.pr_lead`). The paper does not define "elevated", so the lead is also shown over a grid of definitions
+# (`pr_lead.pr_lead_sensitivity`). Then the controls a lead needs (`findings.f5_control`): how many heads of any
+# kind a rule calls elevated (its base rate), whether the circuit leads by more than heads drawn at random (a
+# permutation null), and where PR sits against PR on random tokens (the null PR). Which classes the heads of
+# highest PR belong to over training, the authors' spectral top-K, is {doc}`spectral_topk`.
+
+# %% tags=["remove-input"]
 tau = pr_lead.FORMATION_THRESHOLDS.get(head_class, 30.0) if threshold is None else threshold
 for key, value in {**{f"paper-lead-{c}": v for c, v in ch.claimed("F5.lead").set_index("head_class")["paper"].items()},
                    "class": head_class, "threshold": f"{tau:g}×", "rule": f"{elevation_rule} at {elevation_level:g}",

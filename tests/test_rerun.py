@@ -43,7 +43,7 @@ def fixture_env(tmp_path, monkeypatch):
 def test_notebook_list_reads_the_parameters_cells(capsys):
     assert main(["notebook", "list"]) == 0
     out = capsys.readouterr().out
-    assert "f2_shapes  —  F2 · Three shapes of sink emergence" in out
+    assert "f2_shapes  —  F2 · The paper's claim: three shapes of sink emergence" in out
     assert "    bos_threshold: float = 30.0" in out
     assert "a head is a sink head when first-token selectivity ≥ this (paper: 30x)" in out
     assert "    panel: str = 'toy-pythia'" in out  # the model page

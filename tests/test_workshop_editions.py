@@ -195,8 +195,12 @@ def test_one_make_variable_selects_the_participants_edition():
 
     assert "--config workshop_edition=participants" in book_command("WORKSHOP_EDITION=participants")
     assert "workshop_edition" not in book_command()
-    snakefile = (REPO / "Snakefile").read_text()
-    assert 'workshop_edition=str(config.get("workshop_edition") or "instructors")' in snakefile
+    from circuitdev.book.pipeline import Pipeline  # the book rule's edition: the config's, else the instructors'
+
+    base = {"toy_families": [], "published_dir": None, "notebooks": [], "refine": []}
+    assert Pipeline({**base, "workshop_edition": "participants"}, REPO).workshop_edition == "participants"
+    assert Pipeline(base, REPO).workshop_edition == "instructors"
+    assert "workshop_edition=P.workshop_edition" in (REPO / "rules" / "pages.smk").read_text()
 
 
 def test_book_config_refuses_an_unknown_edition(tmp_path):

@@ -121,3 +121,17 @@ def make_tiny_panel(tmp_path):
 def tiny_panel(tmp_path_factory) -> Path:
     """A 3-revision gpt_neox local-folder panel shared by the session. Read-only: put results in tmp_path."""
     return write_tiny_panel(tmp_path_factory.mktemp("tiny-panel"), "gpt_neox", 3, "tiny-gptneox")
+
+
+@pytest.fixture
+def mirror(tmp_path, monkeypatch):
+    """A loopback mirror of the authors' files (`loopback_mirror.Mirror`), named by the download's environment
+    variables for the test's duration (the fault tests of fetching: test_faults*.py)."""
+    from loopback_mirror import Mirror
+
+    m = Mirror(tmp_path / "mirror")
+    for key, value in m.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("CIRCUITDEV_PUBLISHED_PARTIAL", raising=False)
+    yield m
+    m.stop()

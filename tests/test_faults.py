@@ -54,16 +54,6 @@ def within(seconds: float, fn, *args):
 
 
 @pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    m = Mirror(tmp_path / "mirror")
-    for key, value in m.env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("CIRCUITDEV_PUBLISHED_PARTIAL", raising=False)
-    yield m
-    m.stop()
-
-
-@pytest.fixture
 def user_copy(tmp_path, mirror) -> Path:
     """A user's folder: their README and notes, and the first half of the pinned files (an earlier, partial copy)."""
     dest = tmp_path / "pub"

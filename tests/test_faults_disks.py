@@ -20,17 +20,7 @@ import pytest
 import circuitdev.sources.fetch as fetch
 from circuitdev.cli import main
 from circuitdev.sources.fetch import is_complete, read_manifest, staging_dir
-from loopback_mirror import Mirror, snapshot
-
-
-@pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    m = Mirror(tmp_path / "mirror")
-    for key, value in m.env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("CIRCUITDEV_PUBLISHED_PARTIAL", raising=False)
-    yield m
-    m.stop()
+from loopback_mirror import snapshot
 
 
 @contextmanager

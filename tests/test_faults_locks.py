@@ -27,7 +27,7 @@ from circuitdev.sources.fetch import is_complete, read_manifest
 from circuitdev.sources.panels import load_panel
 from circuitdev.sources.run import probe_panel
 from circuitdev.sources.store import clean_temp_files, record_paths, record_status
-from loopback_mirror import Mirror, snapshot
+from loopback_mirror import snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 HANG_GUARD_S = 120
@@ -127,16 +127,6 @@ def test_a_temp_file_names_its_writer(tmp_path, monkeypatch):
 
 
 # -------------------------------------------------------------------------------------------- published fetch
-
-
-@pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    m = Mirror(tmp_path / "mirror")
-    for key, value in m.env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("CIRCUITDEV_PUBLISHED_PARTIAL", raising=False)
-    yield m
-    m.stop()
 
 
 def fetch_proc(mirror, dest, **env):

@@ -193,17 +193,12 @@ def test_how_robust_glues_ranges_and_hangs_on_and_draws_the_figure(published_fix
                                                                     monkeypatch):
     """The contract other pages rely on (book.chapter.Chapter.how_robust), on the fixture's published tier."""
     from circuitdev.book import display, plots
-    from circuitdev.book.build import BuildFolders
-    from circuitdev.book.chapter import Chapter
-    from circuitdev.book.tiers import load_tiers
     from circuitdev.sources.published import load_published
 
     figures = []
     monkeypatch.setattr(display, "glue_text", lambda key, text, value=None: None)
     monkeypatch.setattr(display, "show_figure", lambda fig, **kw: figures.append((fig, kw)))
-    folders = BuildFolders(results_dir=tmp_path / "r", data_dir=tmp_path, published_dir=published_fixture, panels=[])
-    ch = Chapter(name="f3_milestones", prefix="f3", params={}, folders=folders,
-                 tiers=load_tiers(["published", "toy"], published_dir=published_fixture, results_dir=tmp_path / "r"))
+    ch = f3_chapter(tmp_path, published_fixture)
     table = ch.how_robust("F3.gap")
     glued = ch.glued
     assert glued["f3-robust-f3-gap-pub-pythia-ranges"] == (
@@ -240,17 +235,12 @@ def test_chapter_verdict_states_each_models_verdict_and_glues_it(published_fixtu
     findings.claim_verdicts gives and its reason, and glues the verdicts the intro's table quotes; a present tier
     without a row for the claim reads "does not apply", an absent tier's keys are left to `finish`."""
     from circuitdev.book import display
-    from circuitdev.book.build import BuildFolders
-    from circuitdev.book.chapter import Chapter
-    from circuitdev.book.tiers import load_tiers
     from circuitdev.sources.published import load_published
 
     notes = []
     monkeypatch.setattr(display, "glue_text", lambda key, text, value=None: None)
     monkeypatch.setattr(display, "note", lambda text, **kw: notes.append((text, kw)))
-    folders = BuildFolders(results_dir=tmp_path / "r", data_dir=tmp_path, published_dir=published_fixture, panels=[])
-    ch = Chapter(name="f3_milestones", prefix="f3", params={}, folders=folders,
-                 tiers=load_tiers(["published", "toy"], published_dir=published_fixture, results_dir=tmp_path / "r"))
+    ch = f3_chapter(tmp_path, published_fixture)
     got = ch.verdict("F3.gap")
     want = F.claim_verdicts(F.robustness_table(load_published(published_fixture).table, claims=["F3.gap"]))
     assert got.drop(columns="tier").reset_index(drop=True).equals(want.reset_index(drop=True))
@@ -277,3 +267,14 @@ def test_the_robustness_map_colours_f5_by_its_verdict_not_its_sign():
                              "verdict": ["not supported", "not supported", "untestable", "not supported"]})
     assert list(map_states(g)) == [0, 1, 0, 0]
     assert list(verdict_states(g, verdicts, ("F5.lead",))) == [3, 2, 4, 0]
+
+
+def f3_chapter(tmp_path, published):
+    """The F3 page's Chapter on the authors' files (published tier) and no toy records, outside a kernel."""
+    from circuitdev.book.build import BuildFolders
+    from circuitdev.book.chapter import Chapter
+    from circuitdev.book.tiers import load_tiers
+
+    folders = BuildFolders(results_dir=tmp_path / "r", data_dir=tmp_path, published_dir=published, panels=[])
+    return Chapter(name="f3_milestones", prefix="f3", params={}, folders=folders,
+                   tiers=load_tiers(["published", "toy"], published_dir=published, results_dir=tmp_path / "r"))

@@ -57,7 +57,6 @@ CONTRACT_COLUMNS: dict[str, list[str]] = {
 }
 # F5 follows the final-revision circuit of each class at its formation threshold (induction 50x, prev-token 100x,
 # first-token 30x).
-F5_CLASSES = ("induction", "previous-token", "first-token")
 # F5's control (issue 21 item 5): the default elevation rule and the one that uses no future, each with its null
 F5_NULL_SETTINGS = (("fraction-of-peak", 0.5), ("peak-to-date", 0.5))
 SPECTRAL_TOPK_COLUMNS = ["panel", "revision", "class", "count"]  # the contract; extra columns follow
@@ -99,10 +98,10 @@ def _findings_tables(dev: pd.DataFrame, nulls: pd.DataFrame | None) -> dict[str,
     }
     if has_pr:
         tables["f5_trajectories"] = pd.concat(
-            [P.head_trajectories(dev, head_class=c).assign(head_class=c) for c in F5_CLASSES], ignore_index=True)
-        tables["f5_lead"] = pd.concat([P.pr_lead(dev, head_class=c) for c in F5_CLASSES], ignore_index=True)
+            [P.head_trajectories(dev, head_class=c).assign(head_class=c) for c in C.F5_CLASSES], ignore_index=True)
+        tables["f5_lead"] = pd.concat([P.pr_lead(dev, head_class=c) for c in C.F5_CLASSES], ignore_index=True)
         tables["f5_lead_sensitivity"] = pd.concat(
-            [P.pr_lead_sensitivity(dev, head_class=c) for c in F5_CLASSES], ignore_index=True)
+            [P.pr_lead_sensitivity(dev, head_class=c) for c in C.F5_CLASSES], ignore_index=True)
         tables["f5_features"] = P.pr_features(dev)
         tables.update(f5_control_tables(dev))
         if "classification" in dev.columns:
@@ -118,7 +117,7 @@ def _findings_tables(dev: pd.DataFrame, nulls: pd.DataFrame | None) -> dict[str,
 def f5_control_tables(dev: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """F5's control: f5_lead_null (`f5_control.lead_null` per class and setting of F5_NULL_SETTINGS: the null's
     mean and p-value per model) and f5_base_rate (`elevation_base_rate` per setting)."""
-    return {"f5_lead_null": C.lead_null_settings(dev, F5_NULL_SETTINGS, head_classes=F5_CLASSES),
+    return {"f5_lead_null": C.lead_null_settings(dev, F5_NULL_SETTINGS, head_classes=C.F5_CLASSES),
             "f5_base_rate": pd.concat([C.elevation_base_rate(dev, rule=r, level=lv) for r, lv in F5_NULL_SETTINGS],
                                       ignore_index=True)}
 

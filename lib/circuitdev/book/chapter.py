@@ -265,8 +265,10 @@ class Chapter:
         from circuitdev.analysis.findings.claim import ALL  # the row about every model at once: in the table only
         from circuitdev.sources.published_panels import PUBLISHED_PANELS
 
+        from circuitdev.analysis import findings
+
         key = claim.lower().replace(".", "-")
-        verdicts = self.apply(_claim_verdicts, claim)
+        verdicts = self.apply(findings.table_verdicts, [claim])
         lines = []
         for tier in TIERS:
             rows = verdicts[verdicts["tier"] == tier] if len(verdicts) else verdicts
@@ -423,22 +425,6 @@ def _code_commit() -> str:
     from circuitdev.book.provenance import code_commit
 
     return code_commit()
-
-
-def _claim_verdicts(dev: pd.DataFrame, claim: str) -> pd.DataFrame:
-    """`findings.claim_verdicts` of one claim on one tier's table: its robustness table and, for F5.lead, the
-    permutation test of the lead (`lead_null` under the lead's default rule, per class) -- as `reanalyse` does."""
-    from circuitdev.analysis import findings
-    from circuitdev.analysis.findings import f5_control
-    from circuitdev.analysis.reanalysis import F5_CLASSES
-    from circuitdev.schema import sel_column
-
-    tests = None
-    if claim == "F5.lead" and "pr" in dev.columns:
-        nulls = [f5_control.lead_null(dev, head_class=c) for c in F5_CLASSES if sel_column(c) in dev.columns]
-        nulls = [n for n in nulls if len(n)]
-        tests = f5_control.lead_null_tests(pd.concat(nulls, ignore_index=True)) if nulls else None
-    return findings.claim_verdicts(findings.robustness_table(dev, claims=[claim]), tests)
 
 
 def _verdict_line(cell: pd.DataFrame) -> tuple[str, str]:

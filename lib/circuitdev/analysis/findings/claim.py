@@ -60,6 +60,8 @@ class RobustClaim:
     # what the value is, for drawing it: heads or models (whole numbers from 0), a share (0 to 1; F2's largest-jump
     # share exceeds 1 where a trajectory falls back after its jump: drawn at 1), or any other value
     kind: Literal["count", "share", "value"] = "value"
+    # the claim's null test where it has one: dev -> rows of claim, panel, item, p_value, min_p (verdicts.TEST_COLUMNS)
+    null_tests: Callable[[pd.DataFrame], pd.DataFrame] | None = None
 
     def value_text(self, value: float) -> str | None:
         return self.unit(value) if np.isfinite(value) else None

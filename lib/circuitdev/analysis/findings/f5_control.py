@@ -20,9 +20,10 @@ import numpy as np
 import pandas as pd
 
 from circuitdev.analysis.devtable import final_circuit, require
+from circuitdev.analysis.findings.claim import RobustClaim
 from circuitdev.analysis.findings.f5_pr_lead import (FORMATION_THRESHOLDS, ElevationRule, PanelHeads, first_true,
                                                      panel_matrices, select_heads, lead_bound_text, lead_censoring,
-                                                     lead_value, pr_elevated)
+                                                     lead_hangs_on, lead_over_bars, lead_value, pr_elevated)
 from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, head_name, sel_column
 
@@ -291,3 +292,25 @@ def power_conclusion(tests: pd.DataFrame, *, alpha: float = ALPHA) -> dict:
              f"The lead is beyond chance in {n_reject} of the {n_able} tests that can tell and not in the others: "
              "the evidence is mixed.")
     return {"tests": len(tests), "able": n_able, "reject": n_reject, "conclusion": words}
+
+
+# --------------------------------------------------------------------------------------- F5 as a robustness claim
+F5_CLASSES = ("induction", "previous-token", "first-token")  # the circuits F5 speaks of
+
+
+def lead_claim_tests(dev: pd.DataFrame) -> pd.DataFrame:
+    """F5.lead's null test on one developmental table, per model and class: the permutation null of the lead under
+    its default rule (`lead_null`, `lead_null_tests`); no rows where the table has no PR."""
+    if "pr" not in dev.columns:
+        return lead_null_tests(None)
+    nulls = [lead_null(dev, head_class=c) for c in F5_CLASSES if sel_column(c) in dev.columns]
+    nulls = [n for n in nulls if len(n)]
+    return lead_null_tests(pd.concat(nulls, ignore_index=True) if nulls else None)
+
+
+LEAD_CLAIM = RobustClaim(
+    "F5.lead", "F5",
+    "the median PR lead over formation has the paper's sign (positive; zero for previous-token heads)",
+    "median lead (checkpoints) over the final circuit", ("per-class",), lead_over_bars, lead_hangs_on,
+    unit=lambda v: f"{v:g} checkpoints", axis=("median PR lead (checkpoints)", "linear", 0.0),
+    null_tests=lead_claim_tests)

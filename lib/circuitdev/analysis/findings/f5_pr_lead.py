@@ -32,7 +32,7 @@ import pandas as pd
 
 from circuitdev.analysis.claims import paper_series
 from circuitdev.analysis.devtable import final_circuit, index, panel_order, require, revisions
-from circuitdev.analysis.findings.claim import CLASS_VARIED, RobustClaim, claim_row
+from circuitdev.analysis.findings.claim import CLASS_VARIED, claim_row
 from circuitdev.errors import ConfigError
 from circuitdev.measure.pr_integral import pr_integral
 from circuitdev.schema import (BOS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD, head_name, parse_head,
@@ -336,7 +336,7 @@ def _lead_statement(paper) -> Callable[[float], bool]:
     return (lambda v: v > 0) if low > 0 else (lambda v: v == 0)
 
 
-def _lead_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: str) -> list[dict]:
+def lead_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: str) -> list[dict]:
     if "pr" not in dev.columns or dev["pr"].isna().all():
         return []
     statements = {c.params["head_class"]: _lead_statement(c.paper) for c in paper_series("F5.lead@")}
@@ -360,7 +360,7 @@ def _lead_over_bars(dev: pd.DataFrame, taus: Sequence[float], rule: str) -> list
     return rows
 
 
-def _lead_hangs_on(dev: pd.DataFrame, rule: str) -> list[dict]:
+def lead_hangs_on(dev: pd.DataFrame, rule: str) -> list[dict]:
     """The median lead per class and panel, each head's lead, and how many are bounds (formed or elevated at the
     first probed revision)."""
     rows = []
@@ -382,10 +382,3 @@ def _lead_hangs_on(dev: pd.DataFrame, rule: str) -> list[dict]:
                                  f"(each head's: {listed}); {at_first} of the {len(g)} formed or were elevated at "
                                  "the first probed revision, where a lead is a bound"})
     return rows
-
-
-LEAD_CLAIM = RobustClaim(
-    "F5.lead", "F5",
-    "the median PR lead over formation has the paper's sign (positive; zero for previous-token heads)",
-    "median lead (checkpoints) over the final circuit", ("per-class",), _lead_over_bars, _lead_hangs_on,
-    unit=lambda v: f"{v:g} checkpoints", axis=("median PR lead (checkpoints)", "linear", 0.0))

@@ -42,7 +42,7 @@ from circuitdev.analysis.findings.f1_floor import FLOOR_CLAIM
 from circuitdev.analysis.findings.f2_shapes import SHAPES_CLAIM
 from circuitdev.analysis.findings.f3_milestones import GAP_CLAIM, MILESTONES_CLAIM
 from circuitdev.analysis.findings.f4_convergence import RECALL_CLAIM
-from circuitdev.analysis.findings.f5_pr_lead import LEAD_CLAIM
+from circuitdev.analysis.findings.f5_control import LEAD_CLAIM
 from circuitdev.errors import ConfigError
 
 __all__ = ["ROBUSTNESS_CLAIMS", "robustness_table"]

@@ -30,7 +30,7 @@ from circuitdev.analysis.findings.f3_milestones import BOUND_SIGNS
 from circuitdev.analysis.findings.f5_control import ALPHA  # the level of the one null test (F5's)
 from circuitdev.analysis.findings.robustness import robust_claim
 
-__all__ = ["VERDICTS", "VERDICT_COLUMNS", "TEST_COLUMNS", "claim_verdicts", "verdict_table"]
+__all__ = ["VERDICTS", "VERDICT_COLUMNS", "TEST_COLUMNS", "claim_verdicts", "table_verdicts", "verdict_table"]
 
 VERDICTS = ("untestable", "not supported", "fragile", "supported")  # the vocabulary, in the rules' order
 VERDICT_COLUMNS = ["claim", "panel", "item", "verdict", "bound", "reason"]
@@ -50,6 +50,16 @@ def claim_verdicts(robustness: pd.DataFrame, tests: pd.DataFrame | None = None) 
         rows.append({"claim": claim, "panel": panel, "item": item, "verdict": verdict, "bound": bound,
                      "reason": reason})
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def table_verdicts(dev: pd.DataFrame, claims: list[str]) -> pd.DataFrame:
+    """`claim_verdicts` of `claims` on one developmental table: their robustness table, and the null test of each
+    claim that declares one (`RobustClaim.null_tests`: F5.lead's permutation test). `reanalyse`, which has the null
+    tables already, calls claim_verdicts with them instead."""
+    from circuitdev.analysis.findings.robustness import robustness_table
+
+    tests = [t for t in (robust_claim(c).null_tests(dev) for c in claims if robust_claim(c).null_tests) if len(t)]
+    return claim_verdicts(robustness_table(dev, claims=claims), pd.concat(tests, ignore_index=True) if tests else None)
 
 
 def _bar(tau: float) -> str:

@@ -29,7 +29,7 @@ floor_layers: list[int] = [0, 1]  # in [0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("f1_floor", globals())
-ch.verdict("F1.floor")  # the verdict under the title: what the data support (issue 29)
+ch.verdict("F1.floor");  # the verdict under the title: what the data support (issue 29)
 
 # %% [markdown]
 # **The paper's claim.** Attention-sink heads (first-token, "BOS", selectivity ≥ {glue:text}`f1-paper-bos-threshold`)

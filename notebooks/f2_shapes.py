@@ -31,7 +31,7 @@ min_rise_heads: int = 3  # in [0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("f2_shapes", globals())
-ch.verdict("F2.shapes")  # the verdict under the title: what the data support (issue 29)
+ch.verdict("F2.shapes");  # the verdict under the title: what the data support (issue 29)
 
 # %% [markdown]
 # **The paper's claim.** The share of attention heads that are attention sinks (first-token, "BOS", selectivity

@@ -37,7 +37,7 @@ drop_levels: list[float] = [0.1, 0.25]  # in (0, 1]
 # %% tags=["remove-input"]
 ch = chapter("f3_milestones", globals())
 ch.verdict("F3.gap")  # the verdict under the title: what the data support (issue 29)
-ch.verdict("F3.milestones")  # the verdict under the title: what the data support (issue 29)
+ch.verdict("F3.milestones");  # the verdict under the title: what the data support (issue 29)
 
 # %% [markdown]
 # **The paper's claim.** "Capability first, sinks later": in every model the first revision with

@@ -26,7 +26,7 @@ levels: list[float] = [0.3333333333333333, 0.6666666666666666, 1.0]  # in (0, 1]
 
 # %% tags=["remove-input"]
 ch = chapter("f4_convergence", globals())
-ch.verdict("F4.recall")  # the verdict under the title: what the data support (issue 29)
+ch.verdict("F4.recall");  # the verdict under the title: what the data support (issue 29)
 
 # %% [markdown]
 # **The paper's claim.** The induction circuit found at the end of training is visible to the screen long before:

@@ -42,7 +42,7 @@ permutation_seed: int = 0  # in [0, inf)
 
 # %% tags=["remove-input"]
 ch = chapter("f5_pr_lead", globals())
-ch.verdict("F5.lead")  # the verdict under the title: what the data support (issue 29)
+ch.verdict("F5.lead");  # the verdict under the title: what the data support (issue 29)
 
 # %% [markdown]
 # **The paper's claim.** A head's participation ratio (PR) — how many directions its output at the query spreads

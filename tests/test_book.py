@@ -11,6 +11,7 @@ then built with Sphinx warnings as errors. Chromium renders two pages; their scr
 from __future__ import annotations
 
 import base64
+import json
 import io
 import os
 import re
@@ -352,3 +353,13 @@ def test_pdf_edition_has_the_papers_chapters_figures_and_math(book, tmp_path):
     assert len(re.findall(r"Fig\. \d+", text)) >= figures
     assert "\\frac" not in text and "\\(" not in text, "formulas printed as raw TeX (MathJax did not typeset)"
     assert "Watch a circuit form" not in text  # a workshop session's title: not part of the paper
+
+
+def test_no_page_prints_a_bare_value(book):
+    """A page shows what it means to through `display` (notes, tables, figures, glue); a cell that ends in an
+    expression prints its raw value as well -- a DataFrame with its index under the verdict boxes of the findings
+    pages, once. The workshop's sessions may print values: they are left out."""
+    generated = book.parents[1] / "book" / "_generated"
+    printed = {p.name: sum(o.get("output_type") == "execute_result" for c in json.loads(p.read_text())["cells"]
+                           for o in c.get("outputs", [])) for p in sorted(generated.glob("*.ipynb"))}
+    assert printed and not {k: v for k, v in printed.items() if v}, printed

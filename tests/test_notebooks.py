@@ -189,6 +189,21 @@ def test_a_page_rerun_at_another_threshold_still_states_the_papers_30x(fixture_b
 
 
 @pytest.mark.slow
+def test_build_parameters_given_to_a_page_raise_no_papermill_warning(fixture_build, tmp_path, caplog):
+    """papermill warns "Passed unknown parameter" for any name outside the page's parameters cell; the build
+    parameters are every page's (checked before the kernel starts), so they pass quietly; a page parameter still
+    reaches the page."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        out = execute_page(PAGES["f2_shapes"], tmp_path / "f2.ipynb",
+                           {"published_dir": str(fixture_build.published_dir), "bos_threshold": 50},
+                           folders=fixture_build)
+    assert glued_values(out)["f2-threshold"] == 50.0
+    assert not [r for r in caplog.records if "unknown parameter" in r.getMessage()]
+
+
+@pytest.mark.slow
 def test_glued_numbers_equal_the_findings_functions(fixture_build, tmp_path):
     """Every model's glued final BOS fraction is the findings value, formatted; the raw value is kept exactly."""
     from circuitdev.sources.published import load_published

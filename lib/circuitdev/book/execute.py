@@ -159,6 +159,30 @@ def _kernel_options() -> dict[str, Any]:
     return {"config": config, "kernel_manager_class": PageKernelManager}
 
 
+class _BuildParameterWarnings:
+    """A logging filter for papermill's "Passed unknown parameter: NAME" about the build parameters (results_dir,
+    published_dir, data_dir, panels): papermill knows only the page's `parameters` cell, while every page takes
+    these too (`check_page_parameters` has checked them; the page reads them in `check_namespace`). Other names
+    still warn."""
+
+    def filter(self, record) -> bool:
+        message = record.getMessage()
+        prefix = "Passed unknown parameter: "
+        return not (message.startswith(prefix) and message[len(prefix):] in BUILD_PARAMETERS)
+
+
+@contextlib.contextmanager
+def _quiet_build_parameters() -> Iterator[None]:
+    import logging
+
+    logger, quiet = logging.getLogger("papermill"), _BuildParameterWarnings()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
 @contextlib.contextmanager
 def _environment(values: dict[str, str]) -> Iterator[None]:
     old = {k: os.environ.get(k) for k in values}
@@ -203,7 +227,7 @@ def execute_page(source: str | os.PathLike, output: str | os.PathLike, parameter
         src, out = Path(tmp) / f"{source.stem}.ipynb", Path(tmp) / output.name
         nbformat.write(notebook, src)
         try:
-            with _environment(env):
+            with _environment(env), _quiet_build_parameters():
                 executed = pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel,
                                                language="python", cwd=str(cwd or REPO_ROOT), progress_bar=False,
                                                **_kernel_options())

@@ -212,3 +212,24 @@ def test_plain_log_ticks_label_a_short_log_axis_more_than_once():
                 and lab.get_text()]
     assert len(labelled) >= 2 and "2" in labelled, labelled  # (without: "1" alone)
     plt.close(fig)
+
+
+def test_plain_log_ticks_label_a_log_axis_under_two_fold_twice():
+    """Issue 30: the sink-measures page's norm ratios (about 0.9 to 1.8) showed a single tick, "1": neither 2 nor 5
+    of a decade falls inside. Round values label it instead."""
+    import matplotlib.pyplot as plt
+
+    from circuitdev.book.plots.axes import plain_log_ticks
+
+    for lo, hi in ((0.8, 1.9), (1.02, 1.3), (3.1, 4.9)):
+        fig, ax = plt.subplots()
+        ax.plot([1, 2], [lo * 1.01, hi * 0.99])
+        ax.set_yscale("log")
+        ax.set_ylim(lo, hi)
+        plain_log_ticks(ax)
+        fig.canvas.draw()
+        labelled = [lab.get_text() for t, lab in zip(ax.get_yticks(), ax.get_yticklabels()) if lo <= t <= hi
+                    and lab.get_text()]
+        assert len(labelled) >= 2, (lo, hi, labelled)
+        assert all(lo <= float(v) <= hi for v in labelled)
+        plt.close(fig)

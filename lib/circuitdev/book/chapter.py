@@ -179,11 +179,18 @@ class Chapter:
 
     # ------------------------------------------------------------------------------------------------ output
     def figure(self, fig, *, name: str, caption: str, provenance: str | None = None,
-               tiers: Sequence[str] | None = None, extra: Sequence[str] = (), width: str = "100%") -> None:
-        """A numbered figure ({numref}`name`) with its caption and the provenance line of the tiers it draws."""
+               tiers: Sequence[str] | None = None, extra: Sequence[str] = (), width: str = "100%",
+               drawn: pd.DataFrame | None = None) -> None:
+        """A numbered figure ({numref}`name`) with its caption and the provenance line of the tiers it draws.
+        `drawn` (the rows the figure draws, with tier and panel): the line names exactly those tiers and panels, not
+        every tier of the page (a figure of the record tiers' norms named the published models it cannot draw)."""
         self.figures.add(name.lower().replace("_", "-"))
+        panels = None
+        if drawn is not None:
+            tiers = [t for t in pd.unique(drawn["tier"]) if tiers is None or t in tiers] if len(drawn) else []
+            panels = list(pd.unique(drawn["panel"])) if len(drawn) else []
         display.show_figure(fig, name=name, caption=caption, width=width,
-                            provenance=provenance or self.tiers.provenance(tiers=tiers, extra=extra))
+                            provenance=provenance or self.tiers.provenance(tiers=tiers, panels=panels, extra=extra))
 
     def table(self, df: pd.DataFrame, caption: str = "", **kwargs) -> None:
         display.show_table(df, caption, **kwargs)
@@ -443,6 +450,17 @@ def _verdict_line(cell: pd.DataFrame) -> tuple[str, str]:
 
 _WEAKEST_FIRST = ("not supported", "untestable", "fragile", "supported")  # how a summary orders the verdicts
 _MODEL_NAMES = {"pythia": "Pythia", "olmo": "OLMo", "olmoe": "OLMoE"}  # the published models as prose names them
+
+
+def drawn_models(frame: pd.DataFrame) -> str:
+    """The models a figure draws, for its caption, from its rows (tier, panel): "toy-tiny (toy panel) and
+    tiny-olmoe (measured)"; "no model" when there are none. Computed, so a caption never names a model it does
+    not draw."""
+    if frame is None or not len(frame):
+        return "no model"
+    pairs = list(dict.fromkeys(zip(frame["tier"], frame["panel"])))
+    words = [f"{panel} ({TIER_LABELS.get(tier, tier).split(' (')[0]})" for tier, panel in pairs]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def value_of(frame: pd.DataFrame, column: str, **where: Any) -> Any:

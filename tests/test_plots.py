@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from circuitdev.analysis import findings as F
 from circuitdev.book import plots
@@ -68,6 +69,27 @@ def test_ablation_bars_take_the_workshops_bare_table():
     assert labels == ["baseline · nothing zeroed", "screen · 2 heads", "matched random · 2 heads",
                       "upper bound · 4 heads"]
     assert sorted(np.round([p.get_width() for p in fig.axes[0].patches], 4)) == [0.0, 20.0, 75.0, 90.0]
+
+
+def test_ablation_bars_draw_the_intervals_their_label_names():
+    """Issue 30: session 4's chart promised Wilson intervals it did not draw. With `n` (the sequences behind each
+    top-1) every bar carries its interval (Wilson for one head set, over the groups for random groups) and the axis
+    label names them; without `n` nothing is drawn and the label promises nothing."""
+    from matplotlib.container import ErrorbarContainer
+
+    from circuitdev.measure.behaviour import wilson_interval
+
+    ab = pd.DataFrame({"condition": ["baseline", "screen", "matched_random", "matched_random", "upper_bound"],
+                       "n_ablated": [0, 2, 2, 2, 4], "seed": [None, None, 123, 1, None],
+                       "acc_top1": [0.9, 0.2, 0.8, 0.7, 0.0]})
+    bars = lambda fig: [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]  # noqa: E731
+    fig = plots.ablation_bars(ab.assign(n=200), title="t")
+    assert len(bars(fig)) == 4 and "Wilson" in fig.axes[0].get_xlabel()
+    lo, hi = wilson_interval(40, 200)  # the screen's 20% of 200 sequences
+    seg = bars(fig)[1].lines[2][0].get_segments()[0]
+    assert sorted(p[0] for p in seg) == pytest.approx([100 * lo, 100 * hi])
+    fig = plots.ablation_bars(ab, title="t")
+    assert not bars(fig) and "interval" not in fig.axes[0].get_xlabel()
 
 
 def test_ablation_over_training_draws_intact_ablated_and_controls():

@@ -15,7 +15,7 @@
 import pandas as pd
 
 from circuitdev.analysis import findings, uncertainty
-from circuitdev.book import Rule, Source, chapter, plots, value_of
+from circuitdev.book import Rule, Source, chapter, fmt_times, plots, value_of
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -149,7 +149,8 @@ seeds = ch.apply(findings.floor_verdict, replicas=True, tiers=["toy"], **args)
 ch.glue_list("toy-seed-verdicts", seeds[[findings.seed_of(p)[1] > 0 for p in seeds.get("panel", [])]], "verdict",
              tier="toy", absent="none in this build (its `toy_seeds` lists seed 0 only)")
 ch.table(verdict[["tier", "panel", "verdict", "name", "revision", "value", "value_lo", "value_hi", "mass", "bar_mass",
-                  "looks", "share_head", "share_any", "mc_close"]], caption="F1 per model: the verdict and its numbers.")
+                  "looks", "share_head", "share_any", "mc_close"]], caption="F1 per model: the verdict and its numbers.",
+         formats=dict.fromkeys(["value", "value_lo", "value_hi"], fmt_times))  # value: the deciding head's selectivity
 
 # %% [markdown]
 # ## How robust

@@ -14,7 +14,7 @@
 # %% tags=["remove-cell"]
 from circuitdev.analysis import findings, uncertainty
 from circuitdev.analysis.audit import audit_table
-from circuitdev.book import Source, chapter, plots, with_interval_text
+from circuitdev.book import Source, chapter, fmt_times, number_text, plots, with_interval_text
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -98,7 +98,7 @@ for tier, key in (("published", "pub"), ("toy", "toy")):
     ch.glue_list(f"{key}-faded", gone, "name", tier=tier, sep="; ", absent="none")
 ch.table(reached.drop(columns=["level", "revision_index"], errors="ignore"), precision=3, caption="First revision "
          "reaching each recall level, and the screen there: n_found of n_screened heads are in the final circuit.")
-ch.table(faded, caption=f"Heads that rise and fade: induction ≥ {induction_threshold:g}× at some revision (passes: how "
+ch.table(faded, formats={"peak": fmt_times, "final": fmt_times}, caption=f"Heads that rise and fade: induction ≥ {induction_threshold:g}× at some revision (passes: how "
                         "many) but not in the final circuit; peak and final: their induction selectivity.")
 
 # %% [markdown]
@@ -136,5 +136,6 @@ robust = ch.how_robust("F4.recall")
 pub = ch.tiers.get("published")
 audit = audit_table(pub.table if pub is not None else None, published=pub and pub.published, findings=["F4"])[0]
 ch.glue_list("differs", audit[audit["status"] == "differs"].assign(panel=lambda d: d["id"], text=lambda d: "paper "
-             + d["paper_value"].astype(str) + ", data " + d["data_value"].astype(str)), "text", sep="; ", absent="none")
+             + d["paper_value"].map(number_text) + ", data " + d["data_value"].map(number_text)), "text", sep="; ",
+             absent="none")
 ch.paper_vs_data("F4")

@@ -33,7 +33,7 @@ from circuitdev.schema import HEAD_CLASSES
 panel: str = "toy-pythia"
 # records (probe records), published (authors' files) or auto (records first)
 source: ModelSource = "auto"
-# revisions to show (None: all of the panel's)
+# revisions to show (not set: all of the panel's)
 revisions: list[str] | None = None
 # a head counts for class c when sel_c ≥ this (paper: 30x)
 class_threshold: float = 30.0  # in (0, inf)

@@ -126,8 +126,8 @@ batch = circuitdev.induction_batch(cfg.n, cfg.seq_len, cfg.seed, cfg.vocab_range
 model = data.toy_model(panel)
 patterns = data.attention_patterns(model, batch.tokens)  # {layer: (N, H, T, T)}
 mine = np.concatenate([allq_first_token(patterns[l], cfg.allq_skip)[1] for l in sorted(patterns)])  # (L * H,)
-print("largest relative difference from the probe's record:",
-      float(np.max(np.abs(mine / final["sel_first_token_allq"].to_numpy() - 1))))
+print(f"largest relative difference from the probe's record: "
+      f"{float(np.max(np.abs(mine / final['sel_first_token_allq'].to_numpy() - 1))):.2g}")
 
 # %% [markdown]
 # ## 2 · How much attention is 30×?

@@ -46,7 +46,7 @@ import matplotlib.pyplot as plt
 import circuitdev
 from circuitdev.analysis.findings import f5_pr_lead as lead_lib
 from circuitdev.book import plots as book_plots
-from circuitdev.book.display import show_table
+from circuitdev.book.display import show_table, significant
 from circuitdev.measure.ablation import matched_random_groups
 from circuitdev.toy import PANEL_NAMES
 from circuitdev.workshop import checks, data, diagrams, plots
@@ -135,9 +135,14 @@ def ablated_metrics(spec: dict[int, list[int]]) -> dict[str, float]:
     return {"loss": float(F.cross_entropy(logits, target)), "acc_top1": float((logits.argmax(-1) == target).float().mean())}
 
 
-print("no ablation     ", ablated_metrics({}))
-print("circuit ablated ", ablated_metrics(circuit))
-print("the library     ", {k: round(v, 4) for k, v in circuitdev.evaluate(model, batch, circuit).items()})
+def said(metrics: dict[str, float]) -> str:
+    """{"loss": 0.69199997, ...} -> "loss 0.692, ..." (three significant digits, as every table of the book)."""
+    return ", ".join(f"{k} {significant(v)}" for k, v in metrics.items())
+
+
+print("no ablation     ", said(ablated_metrics({})))
+print("circuit ablated ", said(ablated_metrics(circuit)))
+print("the library     ", said(circuitdev.evaluate(model, batch, circuit)))
 
 # %% [markdown]
 # ## 2 · Against what? Matched-random heads
@@ -293,7 +298,8 @@ cap = circuitdev.capture(model, batch.tokens, batch_size=250)
 head_out = cap.head_out[:cfg.n_pr]  # (N, L, H, d_head): each head's output at the query, the paper's first 500 rows
 mine = np.array([[participation_ratio(head_out[:, l, h]) for h in range(layout.n_heads)]
                  for l in range(layout.n_layers)])
-print("largest relative difference from the record's pr:", float(np.max(np.abs(mine.reshape(-1) / final["pr"].to_numpy() - 1))))
+print(f"largest relative difference from the record's pr: "
+      f"{float(np.max(np.abs(mine.reshape(-1) / final['pr'].to_numpy() - 1))):.2g}")
 pd.DataFrame(mine, index=[f"layer {l}" for l in range(layout.n_layers)],
              columns=[f"head {h}" for h in range(layout.n_heads)]).round(2)
 

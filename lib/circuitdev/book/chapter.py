@@ -506,6 +506,13 @@ def rerun_command(name: str, changed: dict[str, Any]) -> str:
     return f"circuitdev notebook run {name}{args}"
 
 
+def parameter_text(value: Any) -> str:
+    """A parameter's value in the parameters table: "not set" for None (not a bare `None`), else the Python literal
+    as code with its long decimals by the tables' rule (`[0.3333333333333333]` -> `[0.333]`; the re-run command
+    keeps the exact value)."""
+    return "not set" if value is None else f"`{display.round_long_decimals(repr(value))}`"
+
+
 def _parameters_block(ch: Chapter) -> None:
     """A folded block listing the page's parameters (value, default, meaning) and the command that re-runs it."""
     source = NOTEBOOKS_DIR / f"{ch.name}.py"
@@ -514,8 +521,11 @@ def _parameters_block(ch: Chapter) -> None:
     rows = []
     for key, value in ch.params.items():
         doc = docs.get(key)
-        default = "" if doc is None or key not in changed else f" (default `{doc.default_text}`)"
-        rows.append((key, f"`{value!r}`{default}", doc.comment if doc else ""))
+        written = parameter_text(doc.default) if doc is not None and (doc.default is not None or
+                                                                    doc.default_text == "None") else \
+            f"`{doc.default_text}`" if doc is not None else ""  # a default that is not a literal: as written
+        default = "" if doc is None or key not in changed else f" (default {written})"
+        rows.append((key, f"{parameter_text(value)}{default}", doc.comment if doc else ""))
     if not rows:
         return
     table = "| parameter | value | meaning |\n|---|---|---|\n" + "\n".join(
@@ -530,5 +540,5 @@ def _parameters_block(ch: Chapter) -> None:
                                f"<pre>{html.escape(command)}</pre></details>")
 
 
-__all__ = ["Chapter", "chapter", "rerun_command", "value_of", "TIERS", "PageReferences", "page_references",
+__all__ = ["Chapter", "chapter", "drawn_models", "parameter_text", "rerun_command", "value_of", "TIERS", "PageReferences", "page_references",
            "not_in_build", "tier_named_in"]

@@ -132,7 +132,7 @@ plt.show()
 # %% [markdown]
 # #### Hint
 #
-# The query is q = seq_len − 1, and every target is an offset from q or from `first_a`. Use the class names
+# The query is q = `seq_len` − 1, and every target is an offset from q or from `first_a`. Use the class names
 # exactly as `HEAD_CLASSES` spells them; `local` is a list of four ints, the others one int each.
 
 # %%
@@ -274,7 +274,7 @@ print(f"induction ceiling with the paper's baseline: {induction_ceiling(64):.0f}
 # ### Exercise 1.4 — the baseline without A and B · difficulty ●●●○○ · importance ●●●○○ · 10 min
 #
 # Write `baseline_without_ab(attn_rows, first_a, positions)` → (L, H): the mean attention over every (sequence,
-# baseline position) pair **except** the positions first_a[n] and first_a[n] + 1 of each sequence n. Pool the kept
+# baseline position) pair **except** the positions `first_a[n]` and `first_a[n] + 1` of each sequence n. Pool the kept
 # values and average once (sequences lose different numbers of positions, so a mean of per-sequence means is not the
 # same).
 

@@ -85,9 +85,10 @@ print(f"{panel}'s induction circuit (>= {cfg.induction_threshold:g}x at the fina
 # %% [markdown]
 # ## 1 · Knock heads out
 #
-# Each attention layer ends with an output projection W_O applied to the concatenated head outputs: its input has
-# shape (B, T, H · d_head), head h owning the columns h·d_head … (h+1)·d_head − 1. *Zero ablation* (the paper's only
-# kind) sets a head's columns to 0 at every position before W_O.
+# Each attention layer ends with an output projection $W_O$ applied to the concatenated head outputs: its input has
+# shape $(B, T, H \cdot d_{\mathrm{head}})$, head $h$ owning the columns $h \cdot d_{\mathrm{head}}$ …
+# $(h+1) \cdot d_{\mathrm{head}} - 1$. *Zero ablation* (the paper's only kind) sets a head's columns to 0 at every
+# position before $W_O$.
 
 # %% [markdown]
 # ### Exercise 4.1 — zero some heads · difficulty ●●○○○ · importance ●●●●○ · 10 min
@@ -261,12 +262,12 @@ show_table(ablation[["condition", "spec", "n_ablated", "seed", "drawn by seeds",
 #
 # ## 3 · The participation ratio
 #
-# Take one head's output at the query on N sequences: an (N, d_head) matrix M, **not centred**. Its squared singular
-# values s_i² say how the energy spreads over directions; normalise them to p_i = s_i² / Σ s_j² and
+# Take one head's output at the query on $N$ sequences: an $(N, d_{\mathrm{head}})$ matrix $M$, **not centred**. Its squared
+# singular values $s_i^2$ say how the energy spreads over directions; normalise them to $p_i = s_i^2 / \sum_j s_j^2$ and
 #
 # $$\mathrm{PR} = \exp\Big(-\sum_i p_i \log(p_i + 10^{-12})\Big)$$
 #
-# — 1 when the head always writes the same direction, d_head when it writes all directions equally.
+# — 1 when the head always writes the same direction, $d_{\mathrm{head}}$ when it writes all directions equally.
 
 # %% [markdown]
 # ### Exercise 4.3 — the participation ratio · difficulty ●●○○○ · importance ●●●●○ · 10 min

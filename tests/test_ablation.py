@@ -13,10 +13,13 @@ BATCH = induction_batch(n=8, seq_len=32, vocab_range=(3, 120))
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_no_ablation_is_bit_identical_to_plain_forward(family):
+    """Bit-identical for the dense families; OLMoE's last MLP, run at the query only, routes one position through
+    its experts and takes other matmul shapes: within 1e-6."""
     model = tiny_model(family)
     with torch.no_grad():
         plain = model(torch.as_tensor(BATCH.tokens)).logits[:, -1].float()
-    assert torch.equal(query_logits(model, BATCH, {}, batch_size=8), plain)
+    ours = query_logits(model, BATCH, {}, batch_size=8)
+    torch.testing.assert_close(ours, plain, rtol=0, atol=1e-6 if family == "olmoe" else 0)
 
 
 def hooked_logits(model, spec, replace):
@@ -43,7 +46,7 @@ def test_zero_ablation_equals_zeroing_by_hand(family):
     spec = {0: [1, 3], 1: [2]}
     ours = query_logits(model, BATCH, spec, batch_size=8)
     ref = hooked_logits(model, spec, lambda l, h: 0.0)
-    torch.testing.assert_close(ours, ref, rtol=0, atol=0)
+    torch.testing.assert_close(ours, ref, rtol=0, atol=1e-6 if family == "olmoe" else 0)  # OLMoE: as above
     assert not torch.equal(ours, query_logits(model, BATCH, {}, batch_size=8))
 
 

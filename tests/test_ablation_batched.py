@@ -40,10 +40,12 @@ def one_at_a_time_logits(model, batch, spec, batch_size):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_batched_conditions_equal_one_condition_at_a_time(family):
     """Every condition of a circuit's ablation, stacked in one batch, the layers below a condition's first ablated
-    layer reused from the unablated forward, gives the logits of its own forward. Tolerance: bit-identical where
-    every forward has as many rows as the reference's (batch_size 8); where chunks straddle conditions and leave a
-    few rows over (batch_size 10), a small chunk can take another BLAS kernel: logits within 1e-6 (measured: <= 7.5e-8),
-    top-1 identical. The loss from the logits, to 1e-5."""
+    layer reused from the unablated forward (and that layer's attention: its kept W_O input), the last layer's MLP
+    run at the query only, gives the logits of its own forward. Tolerance: bit-identical for the dense families
+    where every forward has as many rows as the reference's (batch_size 8); OLMoE's expert matmuls take other
+    shapes when its last MLP sees one position (logits within 1e-6; measured <= 3e-8); where chunks straddle
+    conditions and leave a few rows over (batch_size 10), a small chunk can take another BLAS kernel: logits within
+    1e-6 (measured: <= 7.5e-8), top-1 identical. The loss from the logits, to 1e-5."""
     model = tiny_model(family)
     layout = family_of(model)
     cc = circuit_conditions({1: [0, 2]}, n_layers=layout.n_layers, n_heads=layout.n_heads, n_groups=3)
@@ -53,7 +55,7 @@ def test_batched_conditions_equal_one_condition_at_a_time(family):
     target = torch.as_tensor(BATCH.target)
     refs = [one_at_a_time_logits(model, BATCH, spec, batch_size=8) for spec in specs]
     for ours, ref in zip(condition_outcomes(model, BATCH, specs, batch_size=8, logits=True), refs):
-        torch.testing.assert_close(ours, ref, rtol=0, atol=0)
+        torch.testing.assert_close(ours, ref, rtol=0, atol=1e-6 if family == "olmoe" else 0)
     straddling = condition_outcomes(model, BATCH, specs, batch_size=10, logits=True)
     for ours, ref, outcome in zip(straddling, refs, condition_outcomes(model, BATCH, specs, batch_size=10)):
         torch.testing.assert_close(ours, ref, rtol=0, atol=1e-6)

@@ -89,14 +89,16 @@ def condition_outcomes(
 ) -> list[QueryOutcomes] | list[torch.Tensor]:
     """Every head set of `specs` ablated on the whole batch, all conditions in the same batched forwards.
 
-    Per block of `batch_size` sequences: one unablated forward (the `{}` condition's logits, and the input of every
-    layer a condition first ablates at, kept); then the conditions stacked (condition-major) in chunks of
-    `batch_size` rows, those that first ablate at the same layer together. A per-row head mask replaces each
-    ablated head's slice of W_O's input (0, or its mean for mode "mean") through a forward pre-hook -- rows whose
-    condition leaves a layer alone pass through `torch.where` unchanged -- and the layers below a chunk's first
-    ablated layer are not run again: they return the kept input of that layer. Only the query's logits are computed
-    (`logits_to_keep`, the query being the last position). Equal, bit for bit on CPU, to one condition at a time
-    (tests/test_ablation_batched.py). Returns one QueryOutcomes per spec, or with `logits=True` the (N, V) fp32
+    Per block of `batch_size` sequences: one unablated forward (the `{}` condition's logits; kept: the input of
+    every layer a condition first ablates at, and W_O's input z there); then the conditions stacked
+    (condition-major) in chunks of `batch_size` rows, those that first ablate at the same layer f together. A
+    per-row head mask replaces each ablated head's slice of W_O's input (0, or its mean for mode "mean") through a
+    forward pre-hook -- rows whose condition leaves a layer alone pass through `torch.where` unchanged. What no
+    condition changes is not computed again: the layers below f return the kept input of f, and f's attention the
+    kept z through W_O (its queries, keys and scores are those of the unablated forward). Only the query's output
+    is computed where nothing reads the other positions: the logits (`logits_to_keep`) and the last layer's MLP,
+    the query being the last position. Equal to one condition at a time (tests/test_ablation_batched.py: logits
+    within 1e-6, top-1 identical). Returns one QueryOutcomes per spec, or with `logits=True` the (N, V) fp32
     logits at the query per spec."""
     layout = layout or family_of(model)
     specs = [check_spec(s or {}, layout) for s in specs]
@@ -114,20 +116,21 @@ def condition_outcomes(
             keep[c, layer, heads] = False
     first = [min(spec) if spec else L for spec in specs]  # the first layer a condition changes (L: none)
     shared = sorted({f for f in first if 0 < f < L})  # layers whose unablated input the conditions reuse
-    keep_last = batch.query == ids.shape[1] - 1  # the usual case: only the last position's logits are computed
+    reused_z = sorted({f for f in first if f < L})  # layers whose unablated W_O input the conditions reuse
+    keep_last = batch.query == ids.shape[1] - 1  # the usual case: only the last position's output is computed
 
     def query_logits_of(rows_ids: torch.Tensor) -> torch.Tensor:  # (B, V) fp32
         output = model(input_ids=rows_ids, logits_to_keep=1 if keep_last else 0)
         return output.logits[:, -1 if keep_last else batch.query].float().cpu()
 
     out: list[list[torch.Tensor]] = [[] for _ in specs]
-    with _HeadMask(model, layout, keep, mode, means) as mask, torch.no_grad():
+    with _HeadMask(model, layout, keep, mode, means, query_only=keep_last) as mask, torch.no_grad():
         for block in chunks(ids.shape[0], batch_size):
             seqs = torch.arange(block.start, block.stop)
-            todo, kept = list(range(len(specs))), {}
-            if shared or L in first:  # the unablated forward: the `{}` rows and the shared layers' inputs
+            todo, kept, kept_z = list(range(len(specs))), {}, {}
+            if shared or L in first:  # the unablated forward: the `{}` rows and what the conditions share
                 mask.rows = keep[:0].new_ones(len(seqs), L, layout.n_heads)
-                with mask.keeping(shared, kept):
+                with mask.keeping(shared, kept, reused_z, kept_z):
                     plain = query_logits_of(ids[seqs.to(dev)])
                 for c in [c for c in todo if first[c] == L]:
                     out[c].append(plain)
@@ -138,7 +141,8 @@ def condition_outcomes(
                     rows = torch.arange(sl.start, sl.stop)
                     cond, local = conds[rows // len(seqs)], rows % len(seqs)
                     mask.rows = keep[cond]
-                    with mask.reusing(f, kept[f][local.to(dev)] if f in kept else None):
+                    rows_of = lambda kept_at: kept_at[f][local.to(dev)] if f in kept_at else None  # noqa: E731
+                    with mask.reusing(f, rows_of(kept), rows_of(kept_z)):
                         lq = query_logits_of(ids[seqs[local].to(dev)])
                     for c in cond.unique().tolist():
                         out[c].append(lq[cond == c])
@@ -151,14 +155,19 @@ def condition_outcomes(
 
 class _HeadMask:
     """`condition_outcomes`' hooks: a forward pre-hook on W_O of every layer some condition ablates, writing 0 (or
-    the head's mean) where the current rows' mask (`rows`, (B, L, H) bool) is False; `keeping` keeps the output of
-    chosen layers of a forward, `reusing` stands `_Reuse` in for the layers below a first ablated layer."""
+    the head's mean) where the current rows' mask (`rows`, (B, L, H) bool) is False; with `query_only`, the last
+    layer's MLP run on the last position only (nothing reads the others: the logits are the query's). `keeping`
+    keeps, in one forward, the input of chosen layers and W_O's input z at others; `reusing` stands `_Reuse` in for
+    the layers below a first ablated layer and `_ReuseAttention` for that layer's attention."""
 
-    def __init__(self, model, layout: Layout, keep: torch.Tensor, mode: str, means: torch.Tensor | None):
+    def __init__(self, model, layout: Layout, keep: torch.Tensor, mode: str, means: torch.Tensor | None, *,
+                 query_only: bool = False):
         self.model, self.layout, self.keep, self.mode, self.means = model, layout, keep, mode, means
+        self.query_only = query_only
         self.rows: torch.Tensor | None = None
         self.stack = model.get_submodule(layout.layer_path(0).rsplit(".", 1)[0])  # the decoder layers' ModuleList
         self.originals = list(self.stack)
+        self.attentions = [model.get_submodule(layout.attention_path(layer)) for layer in range(layout.n_layers)]
 
     def _pre_hook(self, layer: int):
         H, dh = self.layout.n_heads, self.layout.head_dim
@@ -177,6 +186,10 @@ class _HeadMask:
         touched = [layer for layer in range(self.layout.n_layers) if not bool(self.keep[:, layer].all())]
         self.handles = [self.model.get_submodule(self.layout.out_proj_path(layer)).register_forward_pre_hook(
             self._pre_hook(layer)) for layer in touched]
+        if self.query_only:  # (B, T, d) -> (B, 1, d); the block's residual sum broadcasts it, right at the last row
+            last_mlp = self.model.get_submodule(self.layout.mlp_path(self.layout.n_layers - 1))
+            self.handles.append(last_mlp.register_forward_pre_hook(
+                lambda module, args: (args[0][:, -1:], *args[1:])))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -184,12 +197,17 @@ class _HeadMask:
             h.remove()
         for layer, module in enumerate(self.originals):
             self.stack[layer] = module
+            setattr(module, self.layout.family.attention, self.attentions[layer])
 
     @contextmanager
-    def keeping(self, layers: list[int], kept: dict[int, torch.Tensor]):
-        """kept[f] = the output of layer f - 1 (the input of layer f) in the forward run inside the block."""
+    def keeping(self, layers: list[int], kept: dict[int, torch.Tensor], z_layers: list[int],
+                kept_z: dict[int, torch.Tensor]):
+        """In the forward run inside the block: kept[f] = the output of layer f - 1 (the input of layer f) for f in
+        `layers`, kept_z[f] = W_O's input at layer f for f in `z_layers` (the mask leaves it whole: rows all True)."""
         saves = [self.originals[f - 1].register_forward_hook(
             lambda mod, args, output, f=f: kept.__setitem__(f, output.clone())) for f in layers]
+        saves += [self.model.get_submodule(self.layout.out_proj_path(f)).register_forward_pre_hook(
+            lambda mod, args, f=f: kept_z.__setitem__(f, args[0].clone())) for f in z_layers]
         try:
             yield
         finally:
@@ -197,16 +215,22 @@ class _HeadMask:
                 h.remove()
 
     @contextmanager
-    def reusing(self, first: int, value: torch.Tensor | None):
-        """Layers 0 .. first - 1 replaced by `_Reuse(value)` (no-op when value is None) for the forward inside."""
+    def reusing(self, first: int, value: torch.Tensor | None, z: torch.Tensor | None):
+        """For the forward inside: layers 0 .. first - 1 replaced by `_Reuse(value)` (unless value is None), and
+        layer `first`'s attention by `_ReuseAttention(z)` (unless z is None)."""
         if value is not None:
             for layer in range(first):
                 self.stack[layer] = _Reuse(value if layer == first - 1 else None)
+        attention = self.layout.family.attention
+        if z is not None:
+            setattr(self.originals[first], attention,
+                    _ReuseAttention(z, getattr(self.attentions[first], self.layout.family.out_proj)))
         try:
             yield
         finally:
             for layer in range(first):
                 self.stack[layer] = self.originals[layer]
+            setattr(self.originals[first], attention, self.attentions[first])
 
 
 class _Reuse(torch.nn.Module):
@@ -220,6 +244,19 @@ class _Reuse(torch.nn.Module):
 
     def forward(self, hidden_states, *args, **kwargs):
         return hidden_states if self.value is None else self.value
+
+
+class _ReuseAttention(torch.nn.Module):
+    """Stands in for the attention of a chunk's first ablated layer, whose input is the unablated forward's: the
+    kept W_O input z (B, T, H * d_head) through W_O itself, so that the head mask's pre-hook on W_O ablates it;
+    returns (output, None) as the attention modules do."""
+
+    def __init__(self, z: torch.Tensor, out_proj: torch.nn.Module):
+        super().__init__()
+        self.z, self.out_proj = z, out_proj
+
+    def forward(self, *args, **kwargs):
+        return self.out_proj(self.z), None
 
 
 def _outcomes(logits: torch.Tensor, target: torch.Tensor) -> QueryOutcomes:

@@ -25,6 +25,7 @@ class Family:
     attention: str  # attribute of a block: the attention module (returns (output, weights))
     out_proj: str  # attribute of the attention module: W_O; its *input* is the per-head output z
     model_types: tuple[str, ...]  # config.model_type values that select this row directly
+    mlp: str = "mlp"  # attribute of a block: its MLP (dense or mixture of experts), one output per position
 
 
 FAMILIES: dict[str, Family] = {
@@ -56,6 +57,9 @@ class Layout:
 
     def out_proj_path(self, layer: int) -> str:
         return f"{self.attention_path(layer)}.{self.family.out_proj}"
+
+    def mlp_path(self, layer: int) -> str:
+        return f"{self.layer_path(layer)}.{self.family.mlp}"
 
     @property
     def n_total_heads(self) -> int:

@@ -246,8 +246,9 @@ def _evaluate_revision(panel: Panel, revision: str, batch, cfg: ProbeConfig, spe
     from circuitdev.sources.loading import loaded_revision, resolve_device
 
     specs = [{}, *([spec] if spec else []), *(g for p in CONTROLS if p in controls for _, g in controls[p].groups)]
+    # sdpa: no attention probabilities are read here, and it is 10-25% faster than eager on the toy panels
     with loaded_revision(panel, revision, dtype=cfg.dtype, device=resolve_device(cfg.device),
-                         progress=False) as model:
+                         progress=False, attn_implementation="sdpa") as model:
         outcomes = condition_outcomes(model, batch, specs, batch_size=cfg.batch_size)
     scored = [(int(o.correct.sum()), float(o.loss.double().mean())) for o in outcomes]
     n, nan = batch.n, float("nan")

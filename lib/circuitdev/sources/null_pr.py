@@ -128,8 +128,9 @@ def _evaluate_revision(panel: Panel, revision: str, cfg: ProbeConfig, *, n: int,
     from circuitdev.measure.probe import null_prs
     from circuitdev.sources.loading import loaded_revision, resolve_device
 
+    # sdpa: no attention probabilities are read here, and it is 10-25% faster than eager on the toy panels
     with loaded_revision(panel, revision, dtype=cfg.dtype, device=resolve_device(cfg.device),
-                         progress=False) as model:
+                         progress=False, attn_implementation="sdpa") as model:
         draws = null_prs(model, cfg, n=n, seeds=[seed + d for d in range(n_draws)],
                          first_token=cfg.first_token_id)  # (draws, L, H)
     d, layers, heads = draws.shape

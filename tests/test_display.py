@@ -95,6 +95,8 @@ def test_numbers_in_prose_follow_the_tables_rule():
     assert display.number_text(0.754593) == "0.755" and display.number_text(np.float32(0.6919999718666077)) == "0.692"
     assert display.number_text(3048) == "3,048" and display.number_text(np.int64(23)) == "23"
     assert display.number_text("median 2.03244 (range 0 to 5)") == "median 2.03 (range 0 to 5)"
+    assert display.number_text("6.291") == "6.29" and display.number_text("2516") == "2,516"  # the audit's text
+    assert display.number_text("2-4") == "2-4" and display.number_text("step143000") == "step143000"
     assert display.number_text(True) == "true" and display.number_text(None) == "—"
 
 

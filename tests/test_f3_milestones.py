@@ -171,3 +171,15 @@ def test_timeline_axis_spans_what_it_draws_not_every_revision(dev):  # noqa: F81
     # every arrow (a bound) is drawn inside the axis, its tip included
     tips = [t.xy[0] for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
     assert tips and all(left <= x <= right for x in tips)
+
+
+def test_a_panel_whose_milestones_are_never_reached_spans_its_revisions():
+    """With nothing reached, every marker sits at the last revision: the axis keeps the revisions' span so they stand
+    at its right end (not alone in the middle of a collapsed axis, under the "no milestone reached" note)."""
+    from circuitdev.book.plots.f3_milestones import drawn_axis
+
+    rows = pd.DataFrame({"milestone": ["induction_3_heads", "bos_50pct"], "tokens_b": [np.nan, np.nan],
+                         "bound": ["lower", "lower"], "bound_tokens_b": [2.048e-6, 2.048e-6]})
+    grid = pd.Series([0.0, 1.024e-6 * 1e9, 2.048e-6 * 1e9])
+    axis = drawn_axis(rows, None, grid)
+    assert axis.hi >= 2048 and axis.lo <= 1024 and axis.has_init

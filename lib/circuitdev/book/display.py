@@ -238,14 +238,19 @@ def round_long_decimals(text: str) -> str:
 
 
 def number_text(value: Any) -> str:
-    """Any value written into prose by the tables' rule: a number with three significant digits (`significant`:
-    0.754593 -> "0.755", 3048 -> "3,048"), text with its long decimals rounded (`round_long_decimals`), "—" when
-    missing."""
+    """Any value written into prose by the tables' rule: a number, or a number as text (the audit table stores its
+    values as text), with three significant digits (`significant`: 0.754593 -> "0.755", "6.291" -> "6.29", 3048 ->
+    "3,048"), other text with its long decimals rounded (`round_long_decimals`), "—" when missing."""
     if isinstance(value, (bool,)) or type(value).__name__ == "bool_":
         return str(bool(value)).lower()
     if isinstance(value, (int, float)) or (hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
         return significant(value)
-    return "—" if is_missing(value) else round_long_decimals(str(value))
+    if is_missing(value):
+        return "—"
+    text = str(value).strip()
+    if re.fullmatch(r"-?\d+(\.\d+)?", text):
+        return significant(float(text))
+    return round_long_decimals(text)
 
 
 def tokens_b_text(value: Any) -> str:

@@ -94,14 +94,19 @@ def drawn_axis(rows: pd.DataFrame, gaps: pd.DataFrame | None = None, grid: pd.Se
     """One panel's token axis spanning what it draws (markers, windows, gap bars and the tips of the bound arrows),
     not every probed revision: Pythia's revisions start at 2M tokens, three decades before its first milestone, and
     an axis over them left most of the panel empty. `grid` (the tier's revisions, optional) only chooses log or
-    linear, as the revisions' spacing does for every token axis of the book."""
+    linear, as the revisions' spacing does for every token axis of the book; where what is drawn spans no range (every
+    milestone never reached: all at the last revision), the axis spans the revisions, so those sit at its right end."""
     drawn = [_drawn_tokens(rows)]
     if gaps is not None and len(gaps):
         drawn += [gaps["start_tokens_b"].dropna() * 1e9, gaps["end_tokens_b"].dropna() * 1e9]
     tokens = pd.concat(drawn).to_numpy(dtype=float)
-    axis = TokenAxis.of(tokens)
-    if grid is not None and len(grid.dropna()):
-        axis = replace(axis, scale=TokenAxis.of(grid).scale)
+    has_grid = grid is not None and len(grid.dropna())
+    if has_grid and len(np.unique(tokens[np.isfinite(tokens) & (tokens > 0)])) < 2:
+        axis = TokenAxis.of(np.concatenate([tokens, grid.to_numpy(dtype=float)]))
+    else:
+        axis = TokenAxis.of(tokens)
+        if has_grid:
+            axis = replace(axis, scale=TokenAxis.of(grid).scale)
     if axis.scale == "linear" and axis.lo <= 0:  # nothing after init drawn: nothing to fit
         return axis
     # room for the bound arrows (_bound_arrow), which point past the first / last value drawn
@@ -161,13 +166,14 @@ def milestone_timeline(ms: pd.DataFrame, gaps: pd.DataFrame | None = None, *,
                 _markers(ax, axis, hit, np.array([ypos[p] for p in hit["panel"]], dtype=float) + offsets[name], name)
         ax.set_yticks(range(len(panels)), panels)
         ax.set_ylim(len(panels) - 0.5, -0.5)
-        if g["tokens"].gt(0).any():
-            axis.apply(ax)
+        if g["tokens"].gt(0).any() or 0 < axis.lo < axis.hi:
+            axis.apply(ax)  # (nothing reached: the revisions' span, the never-reached markers at its right end)
         else:
-            ax.text(0.5, 0.5, "no milestone reached at a revision after initialisation", ha="center", va="center",
-                    transform=ax.transAxes, fontsize=9)
             ax.set_xticks([])
             ax.set_xlabel(TOKENS_LABEL)
+        if not g["tokens"].gt(0).any():
+            ax.text(0.02, 0.5, "no milestone reached at a revision after initialisation", ha="left", va="center",
+                    transform=ax.transAxes, fontsize=9, bbox=dict(facecolor="white", edgecolor="none", alpha=0.85))
         ax.set_title(tier_title(tier), fontsize=10)
     handles = [Line2D([], [], ls="", marker=m, color=c, markeredgecolor="black", markersize=7, label=lab)
                for m, c, lab in _MILESTONE_STYLE.values()]

@@ -137,7 +137,7 @@ def ablated_metrics(spec: dict[int, list[int]]) -> dict[str, float]:
 
 
 def said(metrics: dict[str, float]) -> str:
-    """{"loss": 0.69199997, ...} -> "loss 0.692, ..." (three significant digits, as every table of the book)."""
+    """The metrics in one line, each with three significant digits, as every table of the book writes them."""
     return ", ".join(f"{k} {significant(v)}" for k, v in metrics.items())
 
 

@@ -37,12 +37,12 @@
 # %% tags=["remove-cell"]
 from circuitdev.analysis.audit import audit_table
 from circuitdev.analysis.claims import MATCH_RULE
-from circuitdev.book import chapter, plots
+from circuitdev.book import chapter, plots, tokens_b_text
 
 # %% tags=["parameters", "remove-cell"]
-# a claims YAML file (None: data/claims.yaml)
+# a claims YAML file (not set: data/claims.yaml)
 claims_file: str | None = None
-# e.g. [F2, F4] (None: every finding)
+# e.g. [F2, F4] (not set: every finding)
 findings_shown: list[str] | None = None
 
 # %% tags=["remove-input"]
@@ -58,8 +58,8 @@ for prefix in ("", "findings-", "bookkeeping-"):
 f4 = table[(table["finding"] == "F4") & table["id"].str.startswith("F4.recall.")
            & table["status"].isin(["differs", "differs (bound)"])]
 ch.glue("f4-recall-differs", "; ".join(f"{i.split('@')[0].removeprefix('F4.recall.')} at {i.split('@')[1]}% (paper "
-                                       f"{p}B, files {d}B)" for i, p, d in zip(f4["id"], f4["paper_value"],
-                                                                               f4["data_value"])) or None,
+                                       f"{tokens_b_text(p)}, files {tokens_b_text(d)})" for i, p, d in zip(f4["id"], f4["paper_value"],
+                                                                                             f4["data_value"])) or None,
         absent="none")
 ch.glue("f4-recall-total", int(table["id"].str.startswith("F4.recall.").sum()) if len(table) else None)
 

@@ -15,7 +15,7 @@
 import pandas as pd
 
 from circuitdev.analysis import findings, uncertainty
-from circuitdev.book import Rule, Source, chapter, plots, value_of
+from circuitdev.book import Rule, Source, chapter, fmt_times, plots, value_of
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -84,8 +84,8 @@ ch.table(findings.floor_summary(floor, by=["tier", "panel"]),
 # OLMo {glue:text}`f1-pub-olmo-where` and OLMoE {glue:text}`f1-pub-olmoe-where`. A floor holds at every bar above
 # its strongest head and fails at every bar at or below it, so the paper's statement for all three models fails at
 # any bar at or below {glue:text}`f1-pub-all-fails-at-or-below` ({glue:text}`f1-pub-all-where`): at
-# {glue:text}`f1-threshold` it holds by a margin of {glue:text}`f1-pub-all-margin` of the bar. In the toy panel:
-# {glue:text}`f1-toy-where`.
+# {glue:text}`f1-threshold` it holds by a margin of {glue:text}`f1-pub-all-margin` of the bar. In the toy panel
+# (the strongest point value, without an interval): {glue:text}`f1-toy-where`.
 #
 # {numref}`fig-f1-margin` follows the floor layers' strongest sink score at every revision. Its error bars are
 # re-measurement intervals (the probe batch resampled, {glue:text}`f1-boot`) of that maximum itself, re-taken over
@@ -115,11 +115,14 @@ ch.figure(plots.floor_margin(margin, threshold=bos_threshold, floor_layers=floor
 # resamples has a binomial standard error of √(0.025 · 0.975 / B) at its cut ({glue:text}`f1-toy-mc-se` here); a
 # verdict whose deciding share lies within two such errors of the cut could change with more resamples, and says so.
 #
-# In the toy panel: {glue:text}`f1-toy-verdicts`. On its default grid alone — the revisions of its panel file,
-# without the {glue:text}`f1-toy-pythia-refined` that refinement added around its sink onset and its induction
-# transition ({doc}`refinement`) — `toy-pythia` reads {glue:text}`f1-toy-pythia-grid`. Where the two differ, a
-# floor head crossed the bar only between two revisions of the default grid: a coarse grid can miss a short-lived
-# sink head as easily as a noisy one.
+# Each verdict names its **deciding head**: the floor head and revision whose resamples reach the bar most often,
+# which need not be the strongest point value above, and so may sit at another revision. In the toy panel, over
+# every revision probed: {glue:text}`f1-toy-verdicts`. The same verdict on the default grid alone — the revisions of
+# its panel file, without the {glue:text}`f1-toy-pythia-refined` that refinement added around its sink onset and
+# its induction transition ({doc}`refinement`) — reads for `toy-pythia`: {glue:text}`f1-toy-pythia-grid`; its
+# deciding head and interval are those of the default grid's revisions. Where the two verdicts differ, a floor head
+# crossed the bar only between two revisions of the default grid: a coarse grid can miss a short-lived sink head as
+# easily as a noisy one. The table below gives one row for each (the default grid's as "toy (default grid)").
 #
 # **What the bar means in attention.** Selectivity is a ratio to the attention on other keys, so the same bar asks
 # for a different share of a head's attention at another context length: a head whose remaining attention spreads
@@ -149,7 +152,8 @@ seeds = ch.apply(findings.floor_verdict, replicas=True, tiers=["toy"], **args)
 ch.glue_list("toy-seed-verdicts", seeds[[findings.seed_of(p)[1] > 0 for p in seeds.get("panel", [])]], "verdict",
              tier="toy", absent="none in this build (its `toy_seeds` lists seed 0 only)")
 ch.table(verdict[["tier", "panel", "verdict", "name", "revision", "value", "value_lo", "value_hi", "mass", "bar_mass",
-                  "looks", "share_head", "share_any", "mc_close"]], caption="F1 per model: the verdict and its numbers.")
+                  "looks", "share_head", "share_any", "mc_close"]], caption="F1 per model: the verdict and its numbers.",
+         formats=dict.fromkeys(["value", "value_lo", "value_hi"], fmt_times))  # value: the deciding head's selectivity
 
 # %% [markdown]
 # ## How robust

@@ -39,7 +39,7 @@ ch.verdict("F2.shapes");  # the verdict under the title: what the data support (
 # in Pythia, a sudden transition in dense OLMo, and an early, gradual rise that saturates lower in the
 # mixture-of-experts OLMoE.
 #
-# **What we compute.** The BOS fraction n_first(τ)/n_heads at every revision of every panel, here at
+# **What we compute.** The BOS fraction $n_{\mathrm{first}}(\tau)/n_{\mathrm{heads}}$ at every revision of every panel, here at
 # τ = {glue:text}`f2-threshold` (`findings.bos_fraction`), and two shape descriptors per panel
 # (`findings.trajectory_shape`): the largest jump between adjacent revisions and its share of the total rise — a
 # "transition" when one step carries at least {glue:text}`f2-transition-share` of it — and, because that share
@@ -100,7 +100,7 @@ ch.glue_list("widened", frac[frac.filter(items=["bos_fraction_widened"]).eq(True
 # {glue:text}`f2-pub-pythia-shape-efold`).
 #
 # In the toy panel the final BOS fractions are {glue:text}`f2-toy-final`. Their rises, {glue:text}`f2-toy-rises`, are
-# held against the minimum rise (the table's min_rise_pp: the larger of the two rules for a model of that size), so the
+# held against the minimum rise (the table's `min_rise_pp`: the larger of the two rules for a model of that size), so the
 # shapes are {glue:text}`f2-toy-shapes` (both measures in the table). Measured real panels: {glue:text}`f2-measured-final`.
 
 # %% tags=["remove-input", "full-width"]

@@ -76,7 +76,7 @@ ch.table(findings.describe_milestones(), caption="The milestones of the paper's 
 # %% tags=["remove-input", "full-width"]
 revs = ch.apply(findings.revisions)
 ch.figure(plots.milestone_timeline(ms, gaps, revisions=revs), name="fig-f3-timeline",
-          caption=f"First revision reaching each milestone; grey bar: the gap {gap_start} → {gap_end} (≥ / ≤: a "
+          caption=f"First revision reaching each milestone; grey bar: the gap `{gap_start}` → `{gap_end}` (≥ / ≤: a "
                   "bound); thin bar: the re-measurement interval (the probe batch resampled) of the first revision.")
 
 # %% [markdown]

@@ -14,12 +14,12 @@
 # %% tags=["remove-cell"]
 from circuitdev.analysis import findings, uncertainty
 from circuitdev.analysis.audit import audit_table
-from circuitdev.book import Source, chapter, plots, with_interval_text
+from circuitdev.book import Source, chapter, fmt_times, number_text, plots, with_interval_text
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
 sources: list[Source] = ["published", "toy", "measured"]
-# circuit membership and "found" both use sel_induction ≥ this (paper: 50x)
+# circuit membership and "found" both use `sel_induction` ≥ this (paper: 50x)
 induction_threshold: float = 50.0  # in (0, inf)
 # recall levels (paper: 1/3, 2/3, 3/3)
 levels: list[float] = [0.3333333333333333, 0.6666666666666666, 1.0]  # in (0, 1]
@@ -33,12 +33,12 @@ ch.verdict("F4.recall");  # the verdict under the title: what the data support (
 # a third, two thirds and all of its heads pass {glue:text}`f4-paper-induction-threshold` after a small share of
 # training (for two thirds: {glue:text}`f4-paper-67-share` of the tokens).
 #
-# **What we compute.** S_final = the heads with induction selectivity ≥ {glue:text}`f4-threshold` at the final
-# revision; recall(r) = the share of S_final already ≥ {glue:text}`f4-threshold` at revision r, and beside it what
-# the screen at r catches that is not the final circuit: precision(r) = the share of the heads screened at r that
-# are in S_final, and the Jaccard overlap of the two sets (`findings.circuit_recall`); the first revision reaching
-# each recall level (`findings.recall_milestones`); and the heads that rise and fade — screened at some revision but
-# not in S_final (`findings.faded_heads`).
+# **What we compute.** $S_{\mathrm{final}}$ = the heads with induction selectivity ≥ {glue:text}`f4-threshold` at
+# the final revision; $\mathrm{recall}(r)$ = the share of $S_{\mathrm{final}}$ already ≥ {glue:text}`f4-threshold` at
+# revision $r$, and beside it what the screen at $r$ catches that is not the final circuit: $\mathrm{precision}(r)$ =
+# the share of the heads screened at $r$ that are in $S_{\mathrm{final}}$, and the Jaccard overlap of the two sets
+# (`findings.circuit_recall`); the first revision reaching each recall level (`findings.recall_milestones`); and the
+# heads that rise and fade — screened at some revision but not in $S_{\mathrm{final}}$ (`findings.faded_heads`).
 
 # %% tags=["remove-input"]
 recall = ch.apply(findings.circuit_recall, threshold=induction_threshold, intervals=True)
@@ -98,8 +98,9 @@ for tier, key in (("published", "pub"), ("toy", "toy")):
     ch.glue_list(f"{key}-faded", gone, "name", tier=tier, sep="; ", absent="none")
 ch.table(reached.drop(columns=["level", "revision_index"], errors="ignore"), precision=3, caption="First revision "
          "reaching each recall level, and the screen there: n_found of n_screened heads are in the final circuit.")
-ch.table(faded, caption=f"Heads that rise and fade: induction ≥ {induction_threshold:g}× at some revision (passes: how "
-                        "many) but not in the final circuit; peak and final: their induction selectivity.")
+ch.table(faded, formats={"peak": fmt_times, "final": fmt_times},
+         caption=f"Heads that rise and fade: induction ≥ {induction_threshold:g}× at some revision (passes: how many) "
+                 "but not in the final circuit; peak and final: their induction selectivity.")
 
 # %% [markdown]
 # ## Seeds
@@ -136,5 +137,6 @@ robust = ch.how_robust("F4.recall")
 pub = ch.tiers.get("published")
 audit = audit_table(pub.table if pub is not None else None, published=pub and pub.published, findings=["F4"])[0]
 ch.glue_list("differs", audit[audit["status"] == "differs"].assign(panel=lambda d: d["id"], text=lambda d: "paper "
-             + d["paper_value"].astype(str) + ", data " + d["data_value"].astype(str)), "text", sep="; ", absent="none")
+             + d["paper_value"].map(number_text) + ", data " + d["data_value"].map(number_text)), "text", sep="; ",
+             absent="none")
 ch.paper_vs_data("F4")

@@ -23,7 +23,7 @@ from circuitdev.book import ElevationRule, HeadClass, Source, chapter, controls,
 sources: list[Source] = ["published", "toy", "measured"]
 # the class whose circuit heads are drawn
 head_class: HeadClass = "induction"
-# formation threshold (None: the class's, 50x induction, 100x prev, 30x BOS)
+# formation threshold (not set: the class's, 50x induction, 100x prev, 30x BOS)
 threshold: float | None = None  # in (0, inf)
 # fraction-of-peak, peak-to-date, ratio-to-start or above-level
 elevation_rule: ElevationRule = "fraction-of-peak"

@@ -31,7 +31,7 @@ import pandas as pd
 
 from circuitdev.analysis import findings
 from circuitdev.analysis.claims import paper_noise_floor
-from circuitdev.book import Source, chapter, controls, plots
+from circuitdev.book import Source, chapter, controls, fmt_times, plots
 
 # %% tags=["parameters", "remove-cell"]
 # tiers to show: published, toy, measured
@@ -99,9 +99,11 @@ for tier in ("paper", "toy", "measured"):
     for stat in ("p99", "max"):
         ch.glue_list(f"{tier}-{stat}-hangs-on", summary, f"{stat}_hangs_on", tier=tier, sep="; ", absent="no null draws")
 ch.table(summary[["tier", "panel", "n_revisions", "p99_min", "p99_max", "p99_ratio", "p99_stable", "max_ratio",
-                  "max_stable"]], precision=2, caption=f"Noise floor per panel: stable when max/min ≤ {stable_ratio:g}.")
+                  "max_stable"]], precision=2, caption=f"Noise floor per panel: stable when max/min ≤ {stable_ratio:g}.",
+         formats={"p99_min": fmt_times, "p99_max": fmt_times})  # selectivities; the ratios get "×" by name
 if len(ours):
-    ch.table(ours, caption="Null statistics of every record (from the records' null draws).")
+    ch.table(ours, caption="Null statistics of every record (from the records' null draws).",
+             formats={c: fmt_times for c in ("null_p99", "null_max", "real_max")})
 
 # %% [markdown]
 # ## The paper's numbers beside the authors' data

@@ -61,7 +61,7 @@ ch.figure(plots.batch_layout(int(batch.first_a[example]), cfg.seq_len, base), na
 # %% [markdown]
 # ## Six classes and selectivity
 #
-# For head (L, H), let a_i(k) be the attention of the query row of sequence i on key position k. Each class has a
+# For head (L, H), let $a_i(k)$ be the attention of the query row of sequence i on key position k. Each class has a
 # target position: induction B (ab + 1), duplicate-token the first A (ab), previous-token q − 1, self q,
 # first-token (BOS, the attention sink) position 0, local the mean over q − 2 … q − 5. The baseline is the mean
 # attention over the {glue:text}`method-baseline-size` fixed positions drawn with seed
@@ -72,10 +72,10 @@ ch.figure(plots.batch_layout(int(batch.first_a[example]), cfg.seq_len, base), na
 # \mathrm{sel}_c(L,H) = \frac{\frac{1}{|I_c|}\sum_{i \in I_c} a_i(t_c)}{\frac{1}{N\,|P|}\sum_{i}\sum_{k \in P} a_i(k)}
 # $$
 #
-# with I_c the valid sequences for induction and duplicate-token (all sequences otherwise), t_c the target and P
+# with $I_c$ the valid sequences for induction and duplicate-token (all sequences otherwise), $t_c$ the target and $P$
 # the baseline positions. A head's best class is the argmax over the six (ties go to the class listed first); it is
 # *classified* when that selectivity reaches {glue:text}`method-paper-class-threshold`. The developmental counts use the
-# **per-class** rule: a head counts for class c when sel_c ≥ τ whatever its best class — sinks at
+# **per-class** rule: a head counts for class $c$ when $\mathrm{sel}_c \ge \tau$ whatever its best class — sinks at
 # {glue:text}`method-paper-bos-threshold`, induction circuit at {glue:text}`method-paper-induction-threshold`, previous-token
 # circuit at {glue:text}`method-paper-prev-threshold` with the best-class condition.
 
@@ -83,7 +83,7 @@ ch.figure(plots.batch_layout(int(batch.first_a[example]), cfg.seq_len, base), na
 # ## The participation ratio
 #
 # The input of the attention output projection, split per head, is read at the query for the first
-# {glue:text}`method-n-pr` sequences: a matrix M of shape N × d_head per head. With σ_j its singular values (not
+# {glue:text}`method-n-pr` sequences: a matrix $M$ of shape $N \times d_{\mathrm{head}}$ per head. With $\sigma_j$ its singular values (not
 # centred),
 #
 # $$

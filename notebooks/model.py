@@ -33,13 +33,13 @@ from circuitdev.schema import HEAD_CLASSES
 panel: str = "toy-pythia"
 # records (probe records), published (authors' files) or auto (records first)
 source: ModelSource = "auto"
-# revisions to show (None: all of the panel's)
+# revisions to show (not set: all of the panel's)
 revisions: list[str] | None = None
-# a head counts for class c when sel_c ≥ this (paper: 30x)
+# a head counts for a class when its selectivity for it ≥ this (paper: 30x)
 class_threshold: float = 30.0  # in (0, inf)
-# induction circuit: sel_induction ≥ this (paper: 50x)
+# induction circuit: `sel_induction` ≥ this (paper: 50x)
 induction_threshold: float = 50.0  # in (0, inf)
-# previous-token circuit: sel_prev ≥ this and best class (paper: 100x)
+# previous-token circuit: `sel_previous_token` ≥ this and best class (paper: 100x)
 prev_token_threshold: float = 100.0  # in (0, inf)
 # per-class (the paper's counts) or best-class (argmax class only)
 rule: Rule = "per-class"

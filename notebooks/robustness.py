@@ -129,5 +129,8 @@ ch.glue("rule-flips", int(verdicts["flips"].sum()) if len(verdicts) else None)
 ch.glue("rule-cells", len(verdicts) if len(verdicts) else None)
 ch.table(verdicts, caption="Each claim at the paper's bar: its verdict under the paper's rule, then under the other "
          "rule variants (holds / fails; * a bound).")
-ch.table(findings.claim_summary(table) if len(table) else table,
-         caption="Per claim, model and moving bar: bars where the paper's statement holds (under the paper's rule).")
+summary = findings.claim_summary(table) if len(table) else table
+# one value per row, in its claim's unit ("3.05T", not "3,048" billions beside it): value_text, not value_at_paper
+ch.table(summary.drop(columns=["value_at_paper"], errors="ignore").rename(columns={"value_text": "value_at_paper"}),
+         caption="Per claim, model and moving bar: bars where the paper's statement holds (under the paper's rule), "
+                 "and the value at the paper's bar in the claim's unit.")

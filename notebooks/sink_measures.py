@@ -31,7 +31,7 @@
 import pandas as pd
 
 from circuitdev.analysis import findings
-from circuitdev.book import Source, chapter, plots
+from circuitdev.book import Source, chapter, drawn_models, plots
 from circuitdev.book.behaviour import record_revision_tables
 
 # %% tags=["parameters", "remove-cell"]
@@ -212,11 +212,12 @@ for tier in ("toy", "measured"):
     ch.glue(f"norms-{tier}", "; ".join(f"in {p}, {t}" for p, t in zip(rows["panel"], rows["text"])) if len(rows)
             else None, absent="none in this build with first-position norms (records of format 3 or later carry them: "
             + ("make book" if tier == "toy" else "circuitdev probe --panel pythia-1b") + ")")
-ch.figure(plots.first_position_norms(norms, records), name="fig-sink-norms",
+ch.figure(plots.first_position_norms(norms, records), name="fig-sink-norms", drawn=norms,
           caption="The residual stream's norm at position 0 over the median norm of the other positions, per depth "
                   "(the embeddings, then the output of each layer), over training; the dotted line is 1× (position 0 "
                   "like any other); a line is thick from the first revision a head of the layer reading it is a "
-                  f"second-A sink (≥ {bos_threshold:g}×).")
+                  f"second-A sink (≥ {bos_threshold:g}×). Drawn: {drawn_models(norms)}; only our probe's records "
+                  "store these norms.")
 
 # %% [markdown]
 # ## Why they differ
@@ -263,7 +264,9 @@ final_rates = final_rates[final_rates["tier"] != "published"] if len(final_rates
 ch.glue_list("gu-rate-final", final_rates, "gu_sink_rate", "{:.0%}", missing="not measured (a record older than "
              "format 5)", absent="n/a (no toy or measured records)")
 ch.glue_list("mass-rate-final", final_rates, "mass_sink_rate", "{:.0%}", absent="n/a (no toy or measured records)")
-ch.figure(plots.sink_rates(rates), name="fig-sink-rates", tiers=["toy", "measured"],
+drawn_rates = rates[rates[["gu_sink_rate", "mass_sink_rate"]].notna().any(axis=1)] if len(rates) else rates
+ch.figure(plots.sink_rates(rates), name="fig-sink-rates", drawn=drawn_rates,
           caption="Gu et al.'s sink rate (the share of sequences in which a head's attention to position 0, averaged "
                   "over every query, exceeds 0.3, averaged over the heads; red) and the share of heads whose mean "
-                  f"all-query mass on position 0 exceeds {epsilon:g} (green), per revision; toy and measured panels.")
+                  f"all-query mass on position 0 exceeds {epsilon:g} (green), per revision. Drawn: "
+                  f"{drawn_models(drawn_rates)}.")

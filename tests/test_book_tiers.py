@@ -159,3 +159,33 @@ def test_finish_fills_only_what_an_absent_tier_cannot_produce(monkeypatch):
     assert glued["p-pub-z"] == not_in_build("published") and glued["p-measured-w"] == not_in_build("measured")
     assert "p-toy-y" not in glued  # the toy tier is present: a missing toy key is the page's bug, left to fail
     assert figures == ["fig-p-published"]
+
+
+def test_a_figure_names_only_the_models_it_draws(monkeypatch):
+    """Issue 30: the sink-measures norms figure (records only) named the published models in its source line. With
+    `drawn`, the line and `drawn_models` (for the caption) name exactly the tiers and panels of the rows drawn."""
+    import pandas as pd
+
+    from circuitdev.book import display, drawn_models
+    from circuitdev.book.build import BuildFolders
+    from circuitdev.book.chapter import Chapter
+    from circuitdev.book.tiers import Tier, Tiers
+
+    shown = {}
+    monkeypatch.setattr(display, "show_figure", lambda fig, **kw: shown.update(kw))
+    table = lambda *panels: pd.DataFrame({"panel": list(panels), "revision": "step1", "tokens_b": 1.0})  # noqa: E731
+    ch = Chapter("p", "p", {}, BuildFolders(results_dir=Path("r"), data_dir=Path("d"), published_dir=None, panels=None),
+                 tiers=Tiers({"published": Tier("published", table("pythia-1b", "olmo-1b-0724")),
+                              "toy": Tier("toy", table("toy-tiny", "toy-small"))}))
+    drawn = pd.DataFrame({"tier": ["toy", "toy"], "panel": ["toy-tiny", "toy-tiny"], "value": [1.0, 2.0]})
+    ch.figure(None, name="fig-p-x", caption=f"Drawn: {drawn_models(drawn)}.", drawn=drawn)
+    assert shown["caption"] == "Drawn: toy-tiny (toy panel)."
+    assert "toy — toy-tiny;" in shown["provenance"]
+    assert not any(name in shown["provenance"] for name in ("pythia-1b", "olmo-1b-0724", "toy-small", "published"))
+    ch.figure(None, name="fig-p-y", caption="", drawn=drawn.iloc[:0])
+    assert shown["provenance"].startswith("Source: no data")
+    ch.figure(None, name="fig-p-z", caption="")  # without `drawn`: every tier of the page, as before
+    assert "pythia-1b" in shown["provenance"] and "toy-small" in shown["provenance"]
+    two = pd.DataFrame({"tier": ["toy", "measured"], "panel": ["toy-tiny", "tiny-olmoe"]})
+    assert drawn_models(two) == "toy-tiny (toy panel) and tiny-olmoe (measured)"
+    assert drawn_models(two.iloc[:0]) == "no model"

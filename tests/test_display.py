@@ -86,3 +86,43 @@ def test_a_wide_figure_is_redrawn_at_the_width_it_is_shown():
     small, _ = plt.subplots(figsize=(6, 3))
     assert display.png_width(display.figure_png_fitted(small)) == display.png_width(display.figure_png(small)) < 700
     plt.close("all")
+
+
+def test_numbers_in_prose_follow_the_tables_rule():
+    """Issue 30: F4's "paper 0.3, data 0.754593" and session 4's "0.6919999718666077" were raw floats in prose."""
+    import numpy as np
+
+    assert display.number_text(0.754593) == "0.755" and display.number_text(np.float32(0.6919999718666077)) == "0.692"
+    assert display.number_text(3048) == "3,048" and display.number_text(np.int64(23)) == "23"
+    assert display.number_text("median 2.03244 (range 0 to 5)") == "median 2.03 (range 0 to 5)"
+    assert display.number_text("6.291") == "6.29" and display.number_text("2516") == "2,516"  # the audit's text
+    assert display.number_text("2-4") == "2-4" and display.number_text("step143000") == "step143000"
+    assert display.number_text(True) == "true" and display.number_text(None) == "—"
+
+
+def test_selectivities_and_ratios_show_times_in_tables(monkeypatch):
+    """Issue 30: tables dropped the "×" the prose writes for selectivities and ratios."""
+    shown = capture(monkeypatch)
+    df = pd.DataFrame({"panel": ["pythia-1b"], "sel_induction": [47.67], "token_ratio": [11.478], "p99_ratio": [1.0],
+                       "participation_ratio": [3.25], "share": [0.5], "value": [2.26]})
+    display.show_table(df, "t", formats={"value": display.fmt_times})
+    cells = re.findall(r'<td id="T_\w+_row0_col\d" class="data row0 col\d" >([^<]*)</td>', shown[0].to_html())
+    assert cells == ["pythia-1b", "47.7×", "11.5×", "1×", "3.25", "0.5", "2.26×"]
+    assert display.fmt_times(float("nan")) == "—"
+    assert not display.is_times_column("participation_ratio") and display.is_times_column("sel_first_token_allq")
+
+
+def test_parameters_show_not_set_and_rounded_values():
+    """Issue 30: the parameters tables showed `None` and `[0.3333333333333333, ...]`."""
+    from circuitdev.book.chapter import parameter_text
+
+    assert parameter_text(None) == "not set"
+    assert parameter_text([0.3333333333333333, 0.6666666666666666, 1.0]) == "`[0.333, 0.667, 1.0]`"
+    assert parameter_text(["published", "toy"]) == "`['published', 'toy']`" and parameter_text(30.0) == "`30.0`"
+
+
+def test_token_counts_in_prose_have_one_style():
+    """Issue 30: "3,048" beside "3.05T" on one page. A count in billions, stored as a number or as the audit's text,
+    reads like every token count of the book."""
+    assert display.tokens_b_text("3048") == display.tokens_b_text(3048.0) == display.fmt_tokens_b(3048) == "3.05T"
+    assert display.tokens_b_text("6.291") == "6.29B" and display.tokens_b_text("n/a") == "n/a"

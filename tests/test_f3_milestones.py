@@ -153,3 +153,33 @@ def test_figures_draw_bounds_and_behaviour(dev):  # noqa: F811
     behaviour = F.behaviour_milestones(revision_table()).assign(tier="toy")
     assert_titled(plots.behaviour_timeline(ms.assign(tier="toy", panel="toy-a"), behaviour))
     assert plots.behaviour_timeline(ms, behaviour.iloc[:0]).axes[0].texts  # says why it is empty
+
+
+def test_timeline_axis_spans_what_it_draws_not_every_revision(dev):  # noqa: F811
+    """Issue 30: the published panel's axis ran from Pythia's 2M-token revisions, three decades of empty axis before
+    its first milestone. The axis spans the markers, bars and bound arrows drawn, with a small margin."""
+    ms = F.milestones(dev).assign(tier="published")
+    gaps = F.milestone_gap(ms).assign(tier="published")
+    revs = F.revisions(dev).assign(tier="published")
+    early = revs.iloc[[0]].assign(revision="step1", tokens_b=0.002)  # a revision far before any milestone
+    fig = plots.milestone_timeline(ms, gaps, revisions=pd.concat([early, revs], ignore_index=True))
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    drawn = ms["bound_tokens_b"].dropna() * 1e9
+    left, right = ax.get_xlim()
+    assert drawn.min() / 2 < left < drawn.min() and drawn.max() < right < drawn.max() * 2
+    # every arrow (a bound) is drawn inside the axis, its tip included
+    tips = [t.xy[0] for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+    assert tips and all(left <= x <= right for x in tips)
+
+
+def test_a_panel_whose_milestones_are_never_reached_spans_its_revisions():
+    """With nothing reached, every marker sits at the last revision: the axis keeps the revisions' span so they stand
+    at its right end (not alone in the middle of a collapsed axis, under the "no milestone reached" note)."""
+    from circuitdev.book.plots.f3_milestones import drawn_axis
+
+    rows = pd.DataFrame({"milestone": ["induction_3_heads", "bos_50pct"], "tokens_b": [np.nan, np.nan],
+                         "bound": ["lower", "lower"], "bound_tokens_b": [2.048e-6, 2.048e-6]})
+    grid = pd.Series([0.0, 1.024e-6 * 1e9, 2.048e-6 * 1e9])
+    axis = drawn_axis(rows, None, grid)
+    assert axis.hi >= 2048 and axis.lo <= 1024 and axis.has_init

@@ -145,8 +145,9 @@ def test_page_source_is_documented_and_thin(name):
     assert not any(re.search(r"^\s*(def|class) ", c.source, re.M) for c in code), "functions belong in lib/"
     if name in FINDING_PAGES:
         total = sum(code_lines(c.source) for c in code if c is not tagged[0])
-        # the robustness, behaviour and absent-tier sentences of issues 21, 23, 25 took F1 from 41 to 44 lines
-        assert total <= 45, f"{name}: {total} lines of code; a findings page reads like the paper"
+        # the robustness, behaviour and absent-tier sentences of issues 21, 23, 25 took F1 from 41 to 44 lines; the
+        # "×" of its verdict table's selectivities (issue 30) to 46
+        assert total <= 46, f"{name}: {total} lines of code; a findings page reads like the paper"
 
 
 def test_pages_cite_only_sections_of_the_method_reference():

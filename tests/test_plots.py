@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from circuitdev.analysis import findings as F
 from circuitdev.book import plots
@@ -68,6 +69,27 @@ def test_ablation_bars_take_the_workshops_bare_table():
     assert labels == ["baseline · nothing zeroed", "screen · 2 heads", "matched random · 2 heads",
                       "upper bound · 4 heads"]
     assert sorted(np.round([p.get_width() for p in fig.axes[0].patches], 4)) == [0.0, 20.0, 75.0, 90.0]
+
+
+def test_ablation_bars_draw_the_intervals_their_label_names():
+    """Issue 30: session 4's chart promised Wilson intervals it did not draw. With `n` (the sequences behind each
+    top-1) every bar carries its interval (Wilson for one head set, over the groups for random groups) and the axis
+    label names them; without `n` nothing is drawn and the label promises nothing."""
+    from matplotlib.container import ErrorbarContainer
+
+    from circuitdev.measure.behaviour import wilson_interval
+
+    ab = pd.DataFrame({"condition": ["baseline", "screen", "matched_random", "matched_random", "upper_bound"],
+                       "n_ablated": [0, 2, 2, 2, 4], "seed": [None, None, 123, 1, None],
+                       "acc_top1": [0.9, 0.2, 0.8, 0.7, 0.0]})
+    bars = lambda fig: [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]  # noqa: E731
+    fig = plots.ablation_bars(ab.assign(n=200), title="t")
+    assert len(bars(fig)) == 4 and "Wilson" in fig.axes[0].get_xlabel()
+    lo, hi = wilson_interval(40, 200)  # the screen's 20% of 200 sequences
+    seg = bars(fig)[1].lines[2][0].get_segments()[0]
+    assert sorted(p[0] for p in seg) == pytest.approx([100 * lo, 100 * hi])
+    fig = plots.ablation_bars(ab, title="t")
+    assert not bars(fig) and "interval" not in fig.axes[0].get_xlabel()
 
 
 def test_ablation_over_training_draws_intact_ablated_and_controls():
@@ -212,3 +234,24 @@ def test_plain_log_ticks_label_a_short_log_axis_more_than_once():
                 and lab.get_text()]
     assert len(labelled) >= 2 and "2" in labelled, labelled  # (without: "1" alone)
     plt.close(fig)
+
+
+def test_plain_log_ticks_label_a_log_axis_under_two_fold_twice():
+    """Issue 30: the sink-measures page's norm ratios (about 0.9 to 1.8) showed a single tick, "1": neither 2 nor 5
+    of a decade falls inside. Round values label it instead."""
+    import matplotlib.pyplot as plt
+
+    from circuitdev.book.plots.axes import plain_log_ticks
+
+    for lo, hi in ((0.8, 1.9), (1.02, 1.3), (3.1, 4.9)):
+        fig, ax = plt.subplots()
+        ax.plot([1, 2], [lo * 1.01, hi * 0.99])
+        ax.set_yscale("log")
+        ax.set_ylim(lo, hi)
+        plain_log_ticks(ax)
+        fig.canvas.draw()
+        labelled = [lab.get_text() for t, lab in zip(ax.get_yticks(), ax.get_yticklabels()) if lo <= t <= hi
+                    and lab.get_text()]
+        assert len(labelled) >= 2, (lo, hi, labelled)
+        assert all(lo <= float(v) <= hi for v in labelled)
+        plt.close(fig)

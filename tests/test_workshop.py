@@ -256,6 +256,18 @@ def test_book_edition_has_exercise_and_folded_solution_blocks(parsed):
     assert "BEGIN SOLUTION" not in "\n".join(sources)
 
 
+def test_book_edition_links_the_book_pages_a_session_names_by_path(parsed):
+    """Issue 30: paths as text where the reader would follow them. In the book a session's `book/toy_recipe.md` is a
+    link to that page (the sessions sit in book/_generated/workshop/); the participants' notebooks keep the path."""
+    s = parsed["03_sinks_and_selectivity"]
+    solutions = build.solutions_notebook(s)
+    assert "`book/toy_recipe.md`" in "\n".join(c.source for c in solutions.cells)
+    text = "\n".join(c.source for c in book_edition.book_notebook(s, solutions, executed=False).cells)
+    assert "{doc}`book/toy_recipe.md <../../toy_recipe>`" in text and "(`book/toy_recipe.md`)" not in text
+    assert book_edition.page_links("see `book/rerun.md` and `lib/x.py`") == \
+        "see {doc}`book/rerun.md <../../rerun>` and `lib/x.py`"
+
+
 def test_build_without_running_writes_both_editions(tmp_path):
     proc = subprocess.run([str(BIN / "circuitdev"), "workshop", "build", "--out", str(tmp_path), "--no-execute"],
                           capture_output=True, text=True, timeout=120)

@@ -89,7 +89,7 @@ model = data.toy_model(panel)  # the final checkpoint (trained first if this mac
 cap = circuitdev.capture(model, batch.tokens, batch_size=250)
 attn_rows = cap.attn_rows  # (N, L, H, T): row q of every head's attention, for every sequence
 L, H = attn_rows.shape[1:3]
-print(tuple(attn_rows.shape), "rows sum to", float(attn_rows[0, 0, 0].sum()))
+print(tuple(attn_rows.shape), f"rows sum to {float(attn_rows[0, 0, 0].sum()):.4g}")
 fig = plots.attention_rows(attn_rows[i], first_a=a, title=f"{panel}, final checkpoint: sequence {i}, query = "
                                                           "the second A")
 plt.show()
@@ -132,7 +132,7 @@ plt.show()
 # %% [markdown]
 # #### Hint
 #
-# The query is q = seq_len − 1, and every target is an offset from q or from `first_a`. Use the class names
+# The query is q = `seq_len` − 1, and every target is an offset from q or from `first_a`. Use the class names
 # exactly as `HEAD_CLASSES` spells them; `local` is a list of four ints, the others one int each.
 
 # %%
@@ -250,8 +250,8 @@ checks.ex_1_3(six_selectivities)
 # %%
 mine = six_selectivities(attn_rows, batch)
 library = circuitdev.selectivities(attn_rows, batch)  # circuitdev.measure.screen.selectivities, the paper's baseline
-print("largest relative difference from the library:",
-      max(float(np.max(np.abs(mine[c] / library[c] - 1))) for c in HEAD_CLASSES))
+print(f"largest relative difference from the library: "
+      f"{max(float(np.max(np.abs(mine[c] / library[c] - 1))) for c in HEAD_CLASSES):.2g}")
 table = pd.DataFrame({c: mine[c].reshape(-1) for c in HEAD_CLASSES},
                      index=[f"L{l}H{h}" for l in range(L) for h in range(H)])
 table["best class"] = table.idxmax(axis=1).where(table.max(axis=1) >= 30, "unclassified")
@@ -274,7 +274,7 @@ print(f"induction ceiling with the paper's baseline: {induction_ceiling(64):.0f}
 # ### Exercise 1.4 — the baseline without A and B · difficulty ●●●○○ · importance ●●●○○ · 10 min
 #
 # Write `baseline_without_ab(attn_rows, first_a, positions)` → (L, H): the mean attention over every (sequence,
-# baseline position) pair **except** the positions first_a[n] and first_a[n] + 1 of each sequence n. Pool the kept
+# baseline position) pair **except** the positions `first_a[n]` and `first_a[n] + 1` of each sequence n. Pool the kept
 # values and average once (sequences lose different numbers of positions, so a mean of per-sequence means is not the
 # same).
 
@@ -313,8 +313,8 @@ final = record[record["revision"] == data.final_revision(panel)]
 compare = pd.DataFrame({"yours (A, B left out)": yours.reshape(-1),
                         "the probe's record": final["sel_induction"].to_numpy(), "paper's baseline": ind.reshape(-1)},
                        index=[f"L{l}H{h}" for l, h in zip(final["layer"], final["head"])])
-print("largest relative difference from the record:",
-      float(np.max(np.abs(compare["yours (A, B left out)"] / compare["the probe's record"] - 1))))
+worst = float(np.max(np.abs(compare["yours (A, B left out)"] / compare["the probe's record"] - 1)))
+print(f"largest relative difference from the record: {worst:.2g}")
 compare[compare["the probe's record"] > 10].round(1)
 
 # %% [markdown]

@@ -192,7 +192,7 @@ def milestone(steps: np.ndarray, sel: np.ndarray, threshold: float, k: int):
 checks.ex_2_2(milestone)
 
 # %% [markdown]
-# The same milestones on your run and on the default toy panel of the same family (`toy-pythia` for gpt_neox: 2,500
+# The same milestones on your run and on the default toy panel of the same family (`toy-pythia` for `gpt_neox`: 2,500
 # steps, the record the book shows):
 
 # %%

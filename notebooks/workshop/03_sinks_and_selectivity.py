@@ -13,7 +13,8 @@
 #
 # An *attention sink* is a head that puts much of its attention on the first token. The paper counts a head as a sink
 # ("first-token" or BOS class) when its first-token selectivity **at the second A** is at least 30×. Three things that
-# number hides, each worked out here on the toy model that forms sinks (`toy-pythia`):
+# number hides, each worked out here on the default toy model, `toy-pythia` (the cell below lists its sink heads, from
+# the same records the book's toy page and F2 read):
 #
 # 1. **Which query?** The paper reads one query, the second A. Averaging over every query gives the *all-query* score,
 #    which can disagree with it head by head (**3.1**).
@@ -25,7 +26,7 @@
 # About 35 minutes.
 
 # %% tags=["parameters"]
-# the toy panel (toy-pythia forms sinks in layers 2-3; toy-olmo and toy-olmoe do not)
+# the toy panel: toy-pythia, toy-olmo or toy-olmoe (which of them form sink heads, and where: the toy panel page)
 panel: str = "toy-pythia"
 # a head parks on position 0 at a query when its attention there exceeds this (Gu et al.'s epsilon)
 eps: float = 0.3
@@ -57,6 +58,9 @@ final_rev = data.final_revision(panel)
 final = record[record["revision"] == final_rev].reset_index(drop=True)
 names = [f"L{l}H{h}" for l, h in zip(final["layer"], final["head"])]
 print(f"{panel}: {record['revision'].nunique()} revisions x {len(final)} heads; final revision {final_rev}")
+sinks = final[final["sel_first_token"] >= 30]  # the paper's sink heads: first-token selectivity >= 30x at the second A
+print(f"sink heads at {final_rev}: " + (", ".join(f"L{l}H{h}" for l, h in zip(sinks["layer"], sinks["head"])) or
+                                        "none (try another panel)"))
 
 # %% [markdown]
 # ## 1 · The second A, or every query?
@@ -126,8 +130,8 @@ batch = circuitdev.induction_batch(cfg.n, cfg.seq_len, cfg.seed, cfg.vocab_range
 model = data.toy_model(panel)
 patterns = data.attention_patterns(model, batch.tokens)  # {layer: (N, H, T, T)}
 mine = np.concatenate([allq_first_token(patterns[l], cfg.allq_skip)[1] for l in sorted(patterns)])  # (L * H,)
-print("largest relative difference from the probe's record:",
-      float(np.max(np.abs(mine / final["sel_first_token_allq"].to_numpy() - 1))))
+print(f"largest relative difference from the probe's record: "
+      f"{float(np.max(np.abs(mine / final['sel_first_token_allq'].to_numpy() - 1))):.2g}")
 
 # %% [markdown]
 # ## 2 · How much attention is 30×?

@@ -46,7 +46,7 @@ import matplotlib.pyplot as plt
 import circuitdev
 from circuitdev.analysis.findings import f5_pr_lead as lead_lib
 from circuitdev.book import plots as book_plots
-from circuitdev.book.display import show_table
+from circuitdev.book.display import show_table, significant
 from circuitdev.measure.ablation import matched_random_groups
 from circuitdev.toy import PANEL_NAMES
 from circuitdev.workshop import checks, data, diagrams, plots
@@ -85,9 +85,10 @@ print(f"{panel}'s induction circuit (>= {cfg.induction_threshold:g}x at the fina
 # %% [markdown]
 # ## 1 · Knock heads out
 #
-# Each attention layer ends with an output projection W_O applied to the concatenated head outputs: its input has
-# shape (B, T, H · d_head), head h owning the columns h·d_head … (h+1)·d_head − 1. *Zero ablation* (the paper's only
-# kind) sets a head's columns to 0 at every position before W_O.
+# Each attention layer ends with an output projection $W_O$ applied to the concatenated head outputs: its input has
+# shape $(B, T, H \cdot d_{\mathrm{head}})$, head $h$ owning the columns $h \cdot d_{\mathrm{head}}$ …
+# $(h+1) \cdot d_{\mathrm{head}} - 1$. *Zero ablation* (the paper's only kind) sets a head's columns to 0 at every
+# position before $W_O$.
 
 # %% [markdown]
 # ### Exercise 4.1 — zero some heads · difficulty ●●○○○ · importance ●●●●○ · 10 min
@@ -135,9 +136,14 @@ def ablated_metrics(spec: dict[int, list[int]]) -> dict[str, float]:
     return {"loss": float(F.cross_entropy(logits, target)), "acc_top1": float((logits.argmax(-1) == target).float().mean())}
 
 
-print("no ablation     ", ablated_metrics({}))
-print("circuit ablated ", ablated_metrics(circuit))
-print("the library     ", {k: round(v, 4) for k, v in circuitdev.evaluate(model, batch, circuit).items()})
+def said(metrics: dict[str, float]) -> str:
+    """The metrics in one line, each with three significant digits, as every table of the book writes them."""
+    return ", ".join(f"{k} {significant(v)}" for k, v in metrics.items())
+
+
+print("no ablation     ", said(ablated_metrics({})))
+print("circuit ablated ", said(ablated_metrics(circuit)))
+print("the library     ", said(circuitdev.evaluate(model, batch, circuit)))
 
 # %% [markdown]
 # ## 2 · Against what? Matched-random heads
@@ -256,12 +262,12 @@ show_table(ablation[["condition", "spec", "n_ablated", "seed", "drawn by seeds",
 #
 # ## 3 · The participation ratio
 #
-# Take one head's output at the query on N sequences: an (N, d_head) matrix M, **not centred**. Its squared singular
-# values s_i² say how the energy spreads over directions; normalise them to p_i = s_i² / Σ s_j² and
+# Take one head's output at the query on $N$ sequences: an $(N, d_{\mathrm{head}})$ matrix $M$, **not centred**. Its squared
+# singular values $s_i^2$ say how the energy spreads over directions; normalise them to $p_i = s_i^2 / \sum_j s_j^2$ and
 #
 # $$\mathrm{PR} = \exp\Big(-\sum_i p_i \log(p_i + 10^{-12})\Big)$$
 #
-# — 1 when the head always writes the same direction, d_head when it writes all directions equally.
+# — 1 when the head always writes the same direction, $d_{\mathrm{head}}$ when it writes all directions equally.
 
 # %% [markdown]
 # ### Exercise 4.3 — the participation ratio · difficulty ●●○○○ · importance ●●●●○ · 10 min
@@ -293,7 +299,8 @@ cap = circuitdev.capture(model, batch.tokens, batch_size=250)
 head_out = cap.head_out[:cfg.n_pr]  # (N, L, H, d_head): each head's output at the query, the paper's first 500 rows
 mine = np.array([[participation_ratio(head_out[:, l, h]) for h in range(layout.n_heads)]
                  for l in range(layout.n_layers)])
-print("largest relative difference from the record's pr:", float(np.max(np.abs(mine.reshape(-1) / final["pr"].to_numpy() - 1))))
+print(f"largest relative difference from the record's pr: "
+      f"{float(np.max(np.abs(mine.reshape(-1) / final['pr'].to_numpy() - 1))):.2g}")
 pd.DataFrame(mine, index=[f"layer {l}" for l in range(layout.n_layers)],
              columns=[f"head {h}" for h in range(layout.n_heads)]).round(2)
 

@@ -13,8 +13,9 @@ Only functions and type aliases are imported there (see `parameters.check_namesp
 from __future__ import annotations
 
 from circuitdev.analysis.findings import ElevationRule
-from circuitdev.book.chapter import Chapter, chapter, value_of
-from circuitdev.book.display import fmt_interval, fmt_pct, fmt_tokens, fmt_tokens_b, with_interval_text
+from circuitdev.book.chapter import Chapter, chapter, drawn_models, value_of
+from circuitdev.book.display import (fmt_interval, fmt_pct, fmt_times, fmt_tokens, fmt_tokens_b, number_text,
+                                      significant, tokens_b_text, with_interval_text)
 from circuitdev.book.model_page import ModelPage, ModelSource
 from circuitdev.book.tiers import TIER_LABELS, TierName
 from circuitdev.measure.classify import CountingRule
@@ -23,6 +24,6 @@ from circuitdev.schema import AblationMode, HeadClass
 Source = TierName  # a page's `sources`: which tiers it shows
 Rule = CountingRule  # per-class (the paper's counting) or best-class
 
-__all__ = ["Chapter", "chapter", "value_of", "fmt_interval", "fmt_pct", "fmt_tokens", "fmt_tokens_b",
+__all__ = ["Chapter", "chapter", "drawn_models", "value_of", "fmt_interval", "fmt_pct", "fmt_times", "fmt_tokens", "fmt_tokens_b", "number_text", "significant", "tokens_b_text",
            "with_interval_text", "Source", "Rule", "ModelPage", "ModelSource", "TIER_LABELS", "AblationMode",
            "HeadClass", "ElevationRule"]

@@ -179,11 +179,18 @@ class Chapter:
 
     # ------------------------------------------------------------------------------------------------ output
     def figure(self, fig, *, name: str, caption: str, provenance: str | None = None,
-               tiers: Sequence[str] | None = None, extra: Sequence[str] = (), width: str = "100%") -> None:
-        """A numbered figure ({numref}`name`) with its caption and the provenance line of the tiers it draws."""
+               tiers: Sequence[str] | None = None, extra: Sequence[str] = (), width: str = "100%",
+               drawn: pd.DataFrame | None = None) -> None:
+        """A numbered figure ({numref}`name`) with its caption and the provenance line of the tiers it draws.
+        `drawn` (the rows the figure draws, with tier and panel): the line names exactly those tiers and panels, not
+        every tier of the page (a figure of the record tiers' norms named the published models it cannot draw)."""
         self.figures.add(name.lower().replace("_", "-"))
+        panels = None
+        if drawn is not None:
+            tiers = [t for t in pd.unique(drawn["tier"]) if tiers is None or t in tiers] if len(drawn) else []
+            panels = list(pd.unique(drawn["panel"])) if len(drawn) else []
         display.show_figure(fig, name=name, caption=caption, width=width,
-                            provenance=provenance or self.tiers.provenance(tiers=tiers, extra=extra))
+                            provenance=provenance or self.tiers.provenance(tiers=tiers, panels=panels, extra=extra))
 
     def table(self, df: pd.DataFrame, caption: str = "", **kwargs) -> None:
         display.show_table(df, caption, **kwargs)
@@ -445,6 +452,17 @@ _WEAKEST_FIRST = ("not supported", "untestable", "fragile", "supported")  # how 
 _MODEL_NAMES = {"pythia": "Pythia", "olmo": "OLMo", "olmoe": "OLMoE"}  # the published models as prose names them
 
 
+def drawn_models(frame: pd.DataFrame) -> str:
+    """The models a figure draws, for its caption, from its rows (tier, panel): "toy-tiny (toy panel) and
+    tiny-olmoe (measured)"; "no model" when there are none. Computed, so a caption never names a model it does
+    not draw."""
+    if frame is None or not len(frame):
+        return "no model"
+    pairs = list(dict.fromkeys(zip(frame["tier"], frame["panel"])))
+    words = [f"{panel} ({TIER_LABELS.get(tier, tier).split(' (')[0]})" for tier, panel in pairs]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def value_of(frame: pd.DataFrame, column: str, **where: Any) -> Any:
     """The value of `column` in the first row matching every `where` (column=value); None when none matches."""
     rows = frame
@@ -488,6 +506,13 @@ def rerun_command(name: str, changed: dict[str, Any]) -> str:
     return f"circuitdev notebook run {name}{args}"
 
 
+def parameter_text(value: Any) -> str:
+    """A parameter's value in the parameters table: "not set" for None (not a bare `None`), else the Python literal
+    as code with its long decimals by the tables' rule (`[0.3333333333333333]` -> `[0.333]`; the re-run command
+    keeps the exact value)."""
+    return "not set" if value is None else f"`{display.round_long_decimals(repr(value))}`"
+
+
 def _parameters_block(ch: Chapter) -> None:
     """A folded block listing the page's parameters (value, default, meaning) and the command that re-runs it."""
     source = NOTEBOOKS_DIR / f"{ch.name}.py"
@@ -496,8 +521,11 @@ def _parameters_block(ch: Chapter) -> None:
     rows = []
     for key, value in ch.params.items():
         doc = docs.get(key)
-        default = "" if doc is None or key not in changed else f" (default `{doc.default_text}`)"
-        rows.append((key, f"`{value!r}`{default}", doc.comment if doc else ""))
+        written = parameter_text(doc.default) if doc is not None and (doc.default is not None or
+                                                                    doc.default_text == "None") else \
+            f"`{doc.default_text}`" if doc is not None else ""  # a default that is not a literal: as written
+        default = "" if doc is None or key not in changed else f" (default {written})"
+        rows.append((key, f"{parameter_text(value)}{default}", doc.comment if doc else ""))
     if not rows:
         return
     table = "| parameter | value | meaning |\n|---|---|---|\n" + "\n".join(
@@ -512,5 +540,5 @@ def _parameters_block(ch: Chapter) -> None:
                                f"<pre>{html.escape(command)}</pre></details>")
 
 
-__all__ = ["Chapter", "chapter", "rerun_command", "value_of", "TIERS", "PageReferences", "page_references",
+__all__ = ["Chapter", "chapter", "drawn_models", "parameter_text", "rerun_command", "value_of", "TIERS", "PageReferences", "page_references",
            "not_in_build", "tier_named_in"]

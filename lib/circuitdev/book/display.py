@@ -185,9 +185,27 @@ def _header(column: Any) -> str:
     return text.replace("_", " ")
 
 
+def fmt_times(value: Any) -> str:
+    """A selectivity or a ratio as the prose writes it: three significant digits and "×" (47.67 -> "47.7×");
+    "—" when missing."""
+    return "—" if is_missing(value) else f"{significant(value)}×"
+
+
+# the participation ratio is a count of directions, not an "x times" ratio
+_NOT_TIMES = {"participation_ratio"}
+
+
+def is_times_column(name: str) -> bool:
+    """A column of selectivities (`sel_induction`, `selectivity`) or of ratios (`token_ratio`, `p99_ratio`), which
+    a table shows with "×" as the prose does."""
+    return name not in _NOT_TIMES and (name == "selectivity" or name.startswith("sel_") or
+                                       name.endswith(("_ratio", "_selectivity")))
+
+
 def _default_formats(df: pd.DataFrame) -> dict[str, Callable[[Any], str]]:
     """Formats a column gets from its name or type unless the caller gives one: token counts in billions as
-    "6.29B" / "1.53M", bars ("threshold") as "30×", booleans as yes / no."""
+    "6.29B" / "1.53M", bars ("threshold") as "30×", selectivities and ratios (`is_times_column`) as "47.7×",
+    booleans as yes / no."""
     out: dict[str, Callable[[Any], str]] = {}
     for col in df.columns:
         name, values = str(col), df[col]
@@ -198,6 +216,9 @@ def _default_formats(df: pd.DataFrame) -> dict[str, Callable[[Any], str]]:
         elif (name == "threshold" or name.endswith("_threshold")) and pd.api.types.is_numeric_dtype(values) \
                 and not pd.api.types.is_bool_dtype(values):
             out[col] = lambda v: "—" if is_missing(v) else f"{float(v):g}×"
+        elif is_times_column(name) and pd.api.types.is_numeric_dtype(values) \
+                and not pd.api.types.is_bool_dtype(values):
+            out[col] = fmt_times
         elif len(present) and all(isinstance(v, (bool,)) or type(v).__name__ == "bool_" for v in present):
             out[col] = lambda v: "—" if is_missing(v) else ("yes" if v else "no")
     return out
@@ -214,6 +235,31 @@ def round_long_decimals(text: str) -> str:
     """Numbers written into text with four or more decimals ("5.07812", "0.6919999718666077") get the tables' rule,
     three significant digits (`significant`): "5.08", "0.692"; versions ("2.13.0") and names are left alone."""
     return _LONG_DECIMAL.sub(lambda m: significant(float(m.group(1))), text)
+
+
+def number_text(value: Any) -> str:
+    """Any value written into prose by the tables' rule: a number, or a number as text (the audit table stores its
+    values as text), with three significant digits (`significant`: 0.754593 -> "0.755", "6.291" -> "6.29", 3048 ->
+    "3,048"), other text with its long decimals rounded (`round_long_decimals`), "—" when missing."""
+    if isinstance(value, (bool,)) or type(value).__name__ == "bool_":
+        return str(bool(value)).lower()
+    if isinstance(value, (int, float)) or (hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
+        return significant(value)
+    if is_missing(value):
+        return "—"
+    text = str(value).strip()
+    if re.fullmatch(r"-?\d+(\.\d+)?", text):
+        return significant(float(text))
+    return round_long_decimals(text)
+
+
+def tokens_b_text(value: Any) -> str:
+    """A token count in billions, a number or the text the audit table stores ("6.291"), in the book's one style
+    for token counts (`fmt_tokens_b`: "6.29B", "3.05T"); other text as it is, its numbers by `number_text`."""
+    try:
+        return fmt_tokens_b(float(value))
+    except (TypeError, ValueError):
+        return number_text(value)
 
 
 def _cell_markdown(value: Any) -> Any:
@@ -244,7 +290,8 @@ def show_table(df: pd.DataFrame, caption: str = "", *, precision: int | None = N
     """A table with a caption; floats with three significant digits (`significant`; `precision`: that many decimals
     instead) unless `formats` gives a column its own format
     ("{:.1%}", a callable, ...); float columns holding whole numbers only (steps, counts) as integers; token counts
-    (`tokens_b`, `*_tokens_b`) as "6.29B", bars (`threshold`, `*_threshold`) as "30×", booleans as yes / no, inline
+    (`tokens_b`, `*_tokens_b`) as "6.29B", bars (`threshold`, `*_threshold`) as "30×", selectivities and ratios
+    (`sel_*`, `*_ratio`: `is_times_column`) as "47.7×" (`fmt_times`), booleans as yes / no, inline
     code in text cells as code; headers in words (`rise_pp` -> "rise pp"). Missing values show as "—". Short cells
     keep to one line and long text cells wrap; wide tables scroll sideways (book/_static/circuitdev.css)."""
     from IPython.display import display

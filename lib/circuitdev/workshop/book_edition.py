@@ -39,8 +39,8 @@ def book_notebook(session: Session, solutions, *, executed: bool = True):
             continue
         if i in by_heading:
             ex = by_heading[i]
-            body = "\n".join(cell_lines(cell)[1:]).strip("\n")
-            hint = hint_text(session, ex)
+            body = page_links("\n".join(cell_lines(cell)[1:]).strip("\n"))
+            hint = page_links(hint_text(session, ex) or "")
             if hint:
                 colons = _fence(hint, char=":")
                 body += f"\n\n{colons}{{hint}}\n:class: dropdown\n\n{hint}\n{colons}"
@@ -62,12 +62,24 @@ def book_notebook(session: Session, solutions, *, executed: bool = True):
                 cells.append(nbformat.v4.new_markdown_cell(
                     f"{outer}{{solution}} {ex.label}\n{label}\n{inner}python\n{cell.source.strip()}\n{inner}\n{outer}"))
             continue
+        if cell.cell_type == "markdown":
+            cell.source = page_links(cell.source)
         cells.append(cell)
         if not intro_done and cell.cell_type == "markdown" and any(l.startswith("# ") for l in cell_lines(cell)):
             cells.append(nbformat.v4.new_markdown_cell(book_note(session, executed)))
             intro_done = True
     nb.cells = cells
     return nb
+
+
+# a book page named by its path in a session's prose (`book/toy_recipe.md`): a path in the participants' notebooks
+# (they have the repository), a link in the book, whose session pages sit in book/_generated/workshop/
+_BOOK_PAGE = re.compile(r"`book/([A-Za-z0-9_-]+)\.md`")
+
+
+def page_links(markdown: str) -> str:
+    """The book pages a session names by path (`book/toy_recipe.md`) as links to them ({doc})."""
+    return _BOOK_PAGE.sub(lambda m: f"{{doc}}`book/{m.group(1)}.md <../../{m.group(1)}>`", markdown)
 
 
 def book_note(session: Session, executed: bool) -> str:

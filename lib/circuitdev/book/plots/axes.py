@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator
 
 from circuitdev.book.display import fmt_tokens
 from circuitdev.book.tiers import TIER_LABELS
@@ -126,12 +126,24 @@ class TokenAxis:
         ax.set_xlabel(label)
 
 
+def short_log_locator(lo: float, hi: float):
+    """Major ticks for a log axis over [lo, hi] that labels at least two values: 1, 2, 5 of each decade, or, where
+    fewer than two of those fall inside (a range under about 2x, e.g. norms from 0.9 to 1.8: only "1"), evenly
+    spaced round values, which on so short a range a log axis spaces almost evenly too."""
+    locator = LogLocator(subs=(1.0, 2.0, 5.0))
+    if sum(lo <= t <= hi for t in locator.tick_values(lo, hi)) >= 2:
+        return locator
+    ticks = [t for t in MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi) if lo <= t <= hi and t > 0]
+    return FixedLocator(ticks)
+
+
 def plain_log_ticks(ax, axis: str = "y") -> None:
-    """Log-axis tick labels as plain numbers (0.1, 1, 10, 100) instead of powers of ten."""
+    """Log-axis tick labels as plain numbers (0.1, 1, 10, 100) instead of powers of ten; at least two labelled ticks
+    on a short axis (`short_log_locator`)."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
     if target.get_scale() == "log" and lo > 0 and hi / lo < 30:  # under 1.5 decades: one tick or none; 1, 2, 5 too
-        target.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        target.set_major_locator(short_log_locator(lo, hi))
     target.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     target.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
 

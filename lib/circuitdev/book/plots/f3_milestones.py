@@ -6,6 +6,8 @@ reached; a gap built from them is labelled "≥" / "≤"."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 from matplotlib import pyplot as plt
@@ -82,12 +84,53 @@ def _markers(ax, axis: TokenAxis, rows: pd.DataFrame, y: np.ndarray, name: str) 
         _bound_arrow(ax, axis, float(xi), float(yi), b, color)
 
 
+def _drawn_tokens(rows: pd.DataFrame) -> pd.Series:
+    """The token counts a milestone table puts on the axis: its markers (at the bound where censored) and windows."""
+    cols = [c for c in ("bound_tokens_b", "tokens_b", "window_from_tokens_b", "tokens_b_hi") if c in rows.columns]
+    return pd.concat([rows[c] for c in cols]).astype(float).dropna() * 1e9 if cols else pd.Series(dtype=float)
+
+
+def drawn_axis(rows: pd.DataFrame, gaps: pd.DataFrame | None = None, grid: pd.Series | None = None) -> TokenAxis:
+    """One panel's token axis spanning what it draws (markers, windows, gap bars and the tips of the bound arrows),
+    not every probed revision: Pythia's revisions start at 2M tokens, three decades before its first milestone, and
+    an axis over them left most of the panel empty. `grid` (the tier's revisions, optional) only chooses log or
+    linear, as the revisions' spacing does for every token axis of the book; where what is drawn spans no range (every
+    milestone never reached: all at the last revision), the axis spans the revisions, so those sit at its right end."""
+    drawn = [_drawn_tokens(rows)]
+    if gaps is not None and len(gaps):
+        drawn += [gaps["start_tokens_b"].dropna() * 1e9, gaps["end_tokens_b"].dropna() * 1e9]
+    tokens = pd.concat(drawn).to_numpy(dtype=float)
+    has_grid = grid is not None and len(grid.dropna())
+    if has_grid and len(np.unique(tokens[np.isfinite(tokens) & (tokens > 0)])) < 2:
+        axis = TokenAxis.of(np.concatenate([tokens, grid.to_numpy(dtype=float)]))
+    else:
+        axis = TokenAxis.of(tokens)
+        if has_grid:
+            axis = replace(axis, scale=TokenAxis.of(grid).scale)
+    if axis.scale == "linear" and axis.lo <= 0:  # nothing after init drawn: nothing to fit
+        return axis
+    # room for the bound arrows (_bound_arrow), which point past the first / last value drawn
+    bound = rows["bound"] if "bound" in rows.columns else pd.Series(dtype=str)
+    at = rows["bound_tokens_b"].astype(float) * 1e9 if "bound_tokens_b" in rows.columns else pd.Series(dtype=float)
+    upper, lower = at[(bound == "upper") & (at > 0)], at[(bound == "lower") & (at > 0)]
+    if axis.scale == "log":
+        step = (axis.hi / axis.lo) ** 0.06
+        lo = min([axis.lo, *(upper / step)])
+        hi = max([axis.hi, *(lower * step)])
+    else:
+        step = 0.05 * (axis.hi - axis.lo)
+        lo = max(min([axis.lo, *(upper - step)]), axis.lo * 1e-3)
+        hi = max([axis.hi, *(lower + step)])
+    return replace(axis, lo=float(lo), hi=float(hi))
+
+
 def milestone_timeline(ms: pd.DataFrame, gaps: pd.DataFrame | None = None, *,
                        revisions: pd.DataFrame | None = None) -> Figure:
     """F3: when each milestone is first reached (markers on a token axis, one row per model), one panel per tier
     (stacked, each on its own token axis), with the induction → sink gap as a bar labelled by its token ratio ("≥"
     / "≤" when it is a bound). `ms`: findings.milestones + tier; `gaps`: findings.milestone_gap + tier (optional);
-    `revisions` (findings.revisions + tier, optional): each tier's axis spans all its revisions."""
+    `revisions` (findings.revisions + tier, optional): chooses each tier's log or linear axis. Each panel's axis
+    spans what it draws (`drawn_axis`), with a small margin."""
     if ms.empty:
         return placeholder("No developmental table from any tier.", title="Milestones")
     tiers = list(pd.unique(ms["tier"]))
@@ -96,13 +139,10 @@ def milestone_timeline(ms: pd.DataFrame, gaps: pd.DataFrame | None = None, *,
                              gridspec_kw={"height_ratios": heights})
     for ax, tier in zip(axes[:, 0], tiers):
         g = ms[ms["tier"] == tier].assign(tokens=lambda d: token_counts(d))
-        drawn = [g["tokens"].dropna()]
-        if revisions is not None and len(revisions):
-            drawn.append(revisions.loc[revisions["tier"] == tier, "tokens_b"] * 1e9)
         gt = gaps[gaps["tier"] == tier] if gaps is not None and len(gaps) else None
-        if gt is not None:
-            drawn += [gt["start_tokens_b"].dropna() * 1e9, gt["end_tokens_b"].dropna() * 1e9]
-        axis = TokenAxis.of(pd.concat(drawn))
+        grid = revisions.loc[revisions["tier"] == tier, "tokens_b"] * 1e9 if revisions is not None and \
+            len(revisions) else None
+        axis = drawn_axis(g, gt, grid)
         panels = list(pd.unique(g["panel"]))
         ypos = {p: i for i, p in enumerate(panels)}
         offsets = dict(zip(_MILESTONE_STYLE, np.linspace(-0.25, 0.25, len(_MILESTONE_STYLE))))
@@ -126,13 +166,14 @@ def milestone_timeline(ms: pd.DataFrame, gaps: pd.DataFrame | None = None, *,
                 _markers(ax, axis, hit, np.array([ypos[p] for p in hit["panel"]], dtype=float) + offsets[name], name)
         ax.set_yticks(range(len(panels)), panels)
         ax.set_ylim(len(panels) - 0.5, -0.5)
-        if g["tokens"].gt(0).any():
-            axis.apply(ax)
+        if g["tokens"].gt(0).any() or 0 < axis.lo < axis.hi:
+            axis.apply(ax)  # (nothing reached: the revisions' span, the never-reached markers at its right end)
         else:
-            ax.text(0.5, 0.5, "no milestone reached at a revision after initialisation", ha="center", va="center",
-                    transform=ax.transAxes, fontsize=9)
             ax.set_xticks([])
             ax.set_xlabel(TOKENS_LABEL)
+        if not g["tokens"].gt(0).any():
+            ax.text(0.02, 0.5, "no milestone reached at a revision after initialisation", ha="left", va="center",
+                    transform=ax.transAxes, fontsize=9, bbox=dict(facecolor="white", edgecolor="none", alpha=0.85))
         ax.set_title(tier_title(tier), fontsize=10)
     handles = [Line2D([], [], ls="", marker=m, color=c, markeredgecolor="black", markersize=7, label=lab)
                for m, c, lab in _MILESTONE_STYLE.values()]

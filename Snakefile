@@ -58,6 +58,7 @@ check_pipeline_config(config)  # before any job is planned
 
 P = Pipeline(config, workflow.basedir)  # the configuration, resolved once (circuitdev.book.pipeline)
 P.forget_stale_published_status()
+P.published_from_environment()
 for what, names in (("notebook(s) without a source yet", P.missing_notebooks),
                     ("workshop session(s) without a source", P.missing_sessions)):
     if names:

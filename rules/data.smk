@@ -1,23 +1,22 @@
 # The authors' files and the toy models: the two sources every other job reads. Included by the Snakefile (P, the
 # build's Pipeline, and the shell names PY, DATA, LOGS, PUBLISHED come from there).
-import shlex
-
 
 if PUBLISHED is not None:
 
     rule published:
         """Make <data_dir>/published hold every file of the manifest (sha256-checked), copied from a local copy
         (`published_from`, $CIRCUITDEV_PUBLISHED, `make book PUBLISHED_DIR=...`) or downloaded at the pinned
-        commits; offline with no copy it prints one line and the pages note the missing tier. Never fails."""
+        commits; offline with no copy it prints one line and the pages note the missing tier. Never fails. The copy
+        reaches the shell as $CIRCUITDEV_PUBLISHED_FROM, not as a parameter: the same files given another way re-run
+        nothing (`Pipeline.forget_stale_published_status` says when it runs again)."""
         input:
             P.manifest,
         output:
             P.published_status,
-        params:
-            source=f"--from {shlex.quote(str(P.published_from))}" if P.published_from else "",
         resources: **CPU_JOB
         shell:
-            "{PY:q} -m circuitdev.cli published ensure --to {PUBLISHED:q} {params.source} --status {output:q}"
+            "{PY:q} -m circuitdev.cli published ensure --to {PUBLISHED:q} "
+            '${{CIRCUITDEV_PUBLISHED_FROM:+--from "$CIRCUITDEV_PUBLISHED_FROM"}} --status {output:q}'
 
 
 # One job per toy panel, one thread each (1 thread per process was far faster than 2 on a busy 2-core machine:

@@ -113,12 +113,42 @@ def test_a_stale_published_status_is_forgotten(tmp_path, monkeypatch):
     import json
 
     monkeypatch.chdir(tmp_path)
-    p = small_config(tmp_path, published_dir="pub")
+    p = small_config(tmp_path, published_dir="pub", published_from="download")
     status = tmp_path / p.published_status
     status.parent.mkdir(parents=True, exist_ok=True)
-    status.write_text(json.dumps({"complete": False}))  # offline: kept, the build does not retry
+    status.write_text(json.dumps({"complete": False}))  # offline, no copy: kept, the build does not retry
     p.forget_stale_published_status()
     assert status.is_file()
     status.write_text(json.dumps({"complete": True}))  # says complete, but the files are not there: goes
     p.forget_stale_published_status()
     assert not status.exists()
+
+
+def test_a_not_available_status_goes_when_a_complete_copy_is_named(tmp_path, monkeypatch):
+    """Offline first ("not available"), then `make book PUBLISHED_DIR=<complete copy>`: the status goes, so the
+    rule fills the folder; a partial copy, or none, keeps it (no retry). The copy reaches the rule's shell through
+    $CIRCUITDEV_PUBLISHED_FROM, set from the build's configuration."""
+    import json
+    import os
+    import shutil
+
+    from circuitdev.book.pipeline import PUBLISHED_FROM_ENV
+    from circuitdev.sources.fetch import is_complete
+    from conftest import PUBLISHED
+
+    if PUBLISHED is None or not is_complete(PUBLISHED):
+        pytest.skip("needs a complete copy of the authors' files (CIRCUITDEV_PUBLISHED)")
+    monkeypatch.chdir(tmp_path)
+    partial = tmp_path / "partial"
+    shutil.copytree(PUBLISHED, partial)
+    next(partial.rglob("*.json")).unlink()
+    for source, goes in ((None, False), (partial, False), (PUBLISHED, True)):
+        p = small_config(tmp_path, published_dir="pub", published_from=str(source) if source else "download")
+        status = tmp_path / p.published_status
+        status.parent.mkdir(parents=True, exist_ok=True)
+        status.write_text(json.dumps({"complete": False}))
+        p.forget_stale_published_status()
+        assert status.exists() != goes, source
+        monkeypatch.setenv(PUBLISHED_FROM_ENV, "stale")
+        p.published_from_environment()
+        assert os.environ[PUBLISHED_FROM_ENV] == (str(Path(source).resolve()) if source else "")

@@ -59,6 +59,29 @@ def test_dry_run_of_the_real_panels(tmp_path):
     assert "resources: tmpdir=/tmp, gpu=1" in out
 
 
+def test_the_same_authors_files_given_another_way_rerun_nothing(tmp_path):
+    """`make book PUBLISHED_DIR=...` then `make pdf` (no PUBLISHED_DIR): the folder already holds every pinned file,
+    so the `published` job -- and every page reading its status -- is not run again; an emptied folder with no copy
+    to fill it from is a change (the tier goes), and runs it."""
+    from circuitdev.sources.fetch import is_complete
+    from conftest import PUBLISHED
+
+    if PUBLISHED is None or not is_complete(PUBLISHED):
+        pytest.skip("needs a complete copy of the authors' files (CIRCUITDEV_PUBLISHED)")
+    status = "data/published.status.json"
+    first = snakemake(tmp_path, status, "--config", f"published_from={PUBLISHED}", "toy_families=[]")
+    assert first.returncode == 0, first.stderr + first.stdout
+    assert json.loads((tmp_path / status).read_text())["complete"] is True
+    for given in ("published_from=download", f"published_from={PUBLISHED}"):
+        again = snakemake(tmp_path, status, "-n", "--config", given, "toy_families=[]")
+        assert again.returncode == 0, again.stderr + again.stdout
+        assert "Nothing to be done" in again.stdout + again.stderr, again.stdout
+    for f in (tmp_path / "data" / "published").rglob("*.json"):
+        f.unlink()
+    gone = snakemake(tmp_path, status, "-n", "--config", "published_from=download", "toy_families=[]")
+    assert job_counts(gone.stdout + gone.stderr) == {"published": 1}
+
+
 def test_dry_run_default_builds_the_toy_panel_first(tmp_path):
     proc = snakemake(tmp_path, "-n")
     assert proc.returncode == 0, proc.stderr + proc.stdout

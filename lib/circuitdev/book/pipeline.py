@@ -86,6 +86,7 @@ def workshop_sessions(*, book_root: str | os.PathLike, generated_dir: str | os.P
 CLUSTER_NUMBERS = ("mem_mb", "runtime", "max_cpus", "gpu", "gpu_cpus", "gpu_mem_mb", "gpu_runtime")
 CLUSTER_KEYS = ("account", "partition", "gpu_partition", "gpu_model", "gres", *CLUSTER_NUMBERS)
 NAME_RE = "[A-Za-z0-9][A-Za-z0-9._-]*"
+PUBLISHED_FROM_ENV = "CIRCUITDEV_PUBLISHED_FROM"  # the `published` rule's source copy (published_from_environment)
 
 
 def alternatives(names: Sequence[str]) -> str:
@@ -149,15 +150,23 @@ class Pipeline:
     def published_target(self) -> list[str]:
         return [self.published_status] if self.published is not None else []
 
-    def _files_complete(self) -> bool:
-        """Every manifest file is there with its size (the rule itself checks the sha256s)."""
+    def _files_complete(self, folder: str | os.PathLike | None = None) -> bool:
+        """Every manifest file is in `folder` (default: the published folder) with its size (the rule itself
+        checks the sha256s)."""
+        folder = Path(self.published if folder is None else folder)
         try:
             rows = [line.split("\t") for line in Path(self.manifest).read_text().splitlines()
                     if line.strip() and not line.startswith("#")]
-            return all((self.published / r[0]).is_file() and (self.published / r[0]).stat().st_size == int(r[3])
-                       for r in rows[1:])
+            return all((folder / r[0]).is_file() and (folder / r[0]).stat().st_size == int(r[3]) for r in rows[1:])
         except (OSError, ValueError, IndexError):
             return False
+
+    def published_from_environment(self) -> None:
+        """$CIRCUITDEV_PUBLISHED_FROM for the `published` rule's shell: the copy to fill the folder from ("" to
+        download). Not a parameter of the rule, which would make it a re-run trigger: the same files given another
+        way (`make pdf` after `make book PUBLISHED_DIR=...`) would re-run every page. Set where the Snakefile is
+        read, so every job (local, or on a SLURM node) sees its build's."""
+        os.environ[PUBLISHED_FROM_ENV] = str(self.published_from or "")
 
     def _status_says_complete(self) -> bool | None:
         import json
@@ -169,9 +178,15 @@ class Pipeline:
 
     def forget_stale_published_status(self) -> None:
         """The status is the `published` rule's output: when it no longer says what is on disk (files removed, or
-        fetched by hand since), it goes, so the rule runs again and the pages that read the files follow. An offline
-        build keeps its "not available" status: later builds do not retry (`circuitdev published fetch` does)."""
-        if self.published is not None and self._status_says_complete() not in (None, self._files_complete()):
+        fetched by hand since), or says "not available" while this build names a complete copy to fill the folder
+        from (`published_from`), it goes, so the rule runs again and the pages that read the files follow. An
+        offline build with no copy keeps its "not available" status: later builds do not retry (`circuitdev
+        published fetch` does). Where the files come from is no trigger of its own (`published_from_environment`)."""
+        if self.published is None:
+            return
+        said = self._status_says_complete()
+        copy_now = said is False and self.published_from is not None and self._files_complete(self.published_from)
+        if said not in (None, self._files_complete()) or copy_now:
             Path(self.published_status).unlink()
 
     # --- panels and their records ------------------------------------------------------------------------------

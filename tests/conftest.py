@@ -135,3 +135,14 @@ def mirror(tmp_path, monkeypatch):
     monkeypatch.delenv("CIRCUITDEV_PUBLISHED_PARTIAL", raising=False)
     yield m
     m.stop()
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close every pyplot figure a test opened: the plot tests draw dozens, and pyplot keeps each one (and its
+    memory) until closed."""
+    yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:  # no import (and no backend) for tests that drew nothing
+        sys.modules["matplotlib.pyplot"].close("all")

@@ -57,10 +57,9 @@ for prefix in ("", "findings-", "bookkeeping-"):
         ch.glue(prefix + key, summary.get(prefix.replace("-", "_") + count))
 f4 = table[(table["finding"] == "F4") & table["id"].str.startswith("F4.recall.")
            & table["status"].isin(["differs", "differs (bound)"])]
-ch.glue("f4-recall-differs", "; ".join(f"{i.split('@')[0].removeprefix('F4.recall.')} at {i.split('@')[1]}% (paper "
-                                       f"{tokens_b_text(p)}, files {tokens_b_text(d)})" for i, p, d in zip(f4["id"], f4["paper_value"],
-                                                                                             f4["data_value"])) or None,
-        absent="none")
+ch.glue("f4-recall-differs", "; ".join(
+    f"{i.split('@')[0].removeprefix('F4.recall.')} at {i.split('@')[1]}% (paper {tokens_b_text(p)}, files "
+    f"{tokens_b_text(d)})" for i, p, d in zip(f4["id"], f4["paper_value"], f4["data_value"])) or None, absent="none")
 ch.glue("f4-recall-total", int(table["id"].str.startswith("F4.recall.").sum()) if len(table) else None)
 
 # %% [markdown]

@@ -24,6 +24,6 @@ from circuitdev.schema import AblationMode, HeadClass
 Source = TierName  # a page's `sources`: which tiers it shows
 Rule = CountingRule  # per-class (the paper's counting) or best-class
 
-__all__ = ["Chapter", "chapter", "drawn_models", "value_of", "fmt_interval", "fmt_pct", "fmt_times", "fmt_tokens", "fmt_tokens_b", "number_text", "significant", "tokens_b_text",
-           "with_interval_text", "Source", "Rule", "ModelPage", "ModelSource", "TIER_LABELS", "AblationMode",
+__all__ = ["Chapter", "chapter", "drawn_models", "value_of", "fmt_interval", "fmt_pct", "fmt_times", "fmt_tokens",
+           "fmt_tokens_b", "number_text", "significant", "tokens_b_text", "with_interval_text", "Source", "Rule", "ModelPage", "ModelSource", "TIER_LABELS", "AblationMode",
            "HeadClass", "ElevationRule"]

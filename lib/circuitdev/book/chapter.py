@@ -513,6 +513,13 @@ def parameter_text(value: Any) -> str:
     return "not set" if value is None else f"`{display.round_long_decimals(repr(value))}`"
 
 
+def _default_text(doc) -> str:
+    """A parameter's default as the table shows it: `parameter_text` of its value, or as written where the default
+    is not a literal (its value reads as None)."""
+    literal = doc.default is not None or doc.default_text == "None"
+    return parameter_text(doc.default) if literal else f"`{doc.default_text}`"
+
+
 def _parameters_block(ch: Chapter) -> None:
     """A folded block listing the page's parameters (value, default, meaning) and the command that re-runs it."""
     source = NOTEBOOKS_DIR / f"{ch.name}.py"
@@ -521,10 +528,7 @@ def _parameters_block(ch: Chapter) -> None:
     rows = []
     for key, value in ch.params.items():
         doc = docs.get(key)
-        written = parameter_text(doc.default) if doc is not None and (doc.default is not None or
-                                                                    doc.default_text == "None") else \
-            f"`{doc.default_text}`" if doc is not None else ""  # a default that is not a literal: as written
-        default = "" if doc is None or key not in changed else f" (default {written})"
+        default = "" if doc is None or key not in changed else f" (default {_default_text(doc)})"
         rows.append((key, f"{parameter_text(value)}{default}", doc.comment if doc else ""))
     if not rows:
         return
@@ -540,5 +544,5 @@ def _parameters_block(ch: Chapter) -> None:
                                f"<pre>{html.escape(command)}</pre></details>")
 
 
-__all__ = ["Chapter", "chapter", "drawn_models", "parameter_text", "rerun_command", "value_of", "TIERS", "PageReferences", "page_references",
-           "not_in_build", "tier_named_in"]
+__all__ = ["Chapter", "chapter", "drawn_models", "parameter_text", "rerun_command", "value_of", "TIERS",
+           "PageReferences", "page_references", "not_in_build", "tier_named_in"]

@@ -51,8 +51,9 @@ ablation: bool = True
 ablation_groups: int = 5  # in [1, 100]
 # zero (the paper's) or mean ablation
 ablation_mode: AblationMode = "zero"
-# sequences per forward pass (speed and memory only)
-batch_size: int = 8  # in [1, inf)
+# sequences per forward pass (speed and memory only); None: the records' own (250 on a toy panel, the probe's
+# batch on a real one), 8 where there are no records yet
+batch_size: int | None = None  # in [1, inf)
 # auto (CUDA, then MPS, then CPU), cpu, cuda or mps
 device: str = "auto"
 

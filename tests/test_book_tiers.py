@@ -189,3 +189,33 @@ def test_a_figure_names_only_the_models_it_draws(monkeypatch):
     two = pd.DataFrame({"tier": ["toy", "measured"], "panel": ["toy-tiny", "tiny-olmoe"]})
     assert drawn_models(two) == "toy-tiny (toy panel) and tiny-olmoe (measured)"
     assert drawn_models(two.iloc[:0]) == "no model"
+
+
+def test_a_pages_verdict_and_how_robust_share_one_robustness_table(monkeypatch):
+    """Issue 34: the verdict under a findings page's title and its "How robust" block read one robustness table per
+    claim (F5's costs seconds); the verdicts equal those computed from scratch (`findings.table_verdicts`)."""
+    import pandas as pd
+
+    from circuitdev.analysis import findings
+    from circuitdev.analysis.findings import robustness as robustness_module
+    from circuitdev.book import display
+    from circuitdev.book.build import BuildFolders
+    from circuitdev.book.chapter import Chapter
+    from findings_fixtures import two_tiers
+
+    calls = []
+    real = robustness_module.robustness_table
+    counted = lambda dev, **kw: calls.append(kw["claims"]) or real(dev, **kw)  # noqa: E731
+    monkeypatch.setattr(robustness_module, "robustness_table", counted)  # where table_verdicts imports it from
+    monkeypatch.setattr(findings, "robustness_table", counted)  # where the page's Chapter reads it
+    for name in ("glue_text", "note", "show_table", "show_figure"):
+        monkeypatch.setattr(display, name, lambda *a, **kw: None)
+    tiers = two_tiers()
+    ch = Chapter("p", "p", {}, BuildFolders(results_dir=Path("r"), data_dir=Path("d"), published_dir=None, panels=None),
+                 tiers=tiers)
+    verdicts = ch.verdict("F1.floor")
+    ch.how_robust("F1.floor", figure=False)
+    assert calls == [["F1.floor"]] * len(tiers.present) and len(verdicts)  # once per tier, not twice
+    fresh = pd.concat([findings.claim_verdicts(real(t.table, claims=["F1.floor"])).assign(tier=t.name)
+                       for t in tiers.present], ignore_index=True)
+    pd.testing.assert_frame_equal(verdicts[fresh.columns].reset_index(drop=True), fresh, check_dtype=False)

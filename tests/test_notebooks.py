@@ -366,6 +366,18 @@ def test_claimed_values_and_milestone_text():
 # ------------------------------------------------------------------------------------------------------ figures
 
 
+def test_glue_figure_glues_a_png_for_another_page(monkeypatch):
+    import base64
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False, metadata=None: shown.append((obj, metadata)))
+    display.glue_figure("t-fig", plots.placeholder("x"))
+    ((bundle, metadata),) = shown
+    png = base64.b64decode(bundle[display.GLUE_PREFIX + "image/png"])
+    assert png.startswith(b"\x89PNG") and 0 < display.png_width(png) <= display.MAX_FIGURE_PX
+    assert metadata["scrapbook"] == {"name": "t-fig", "mime_prefix": display.GLUE_PREFIX}  # myst-nb's glue record
+
+
 def test_show_figure_emits_a_numbered_myst_figure_and_an_html_twin(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))

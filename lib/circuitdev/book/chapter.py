@@ -63,15 +63,27 @@ class Chapter:
     tiers: Tiers = field(default_factory=lambda: Tiers({}))
     glued: dict[str, str] = field(default_factory=dict)  # every text glued so far, by full key
     figures: set[str] = field(default_factory=set)  # every figure label shown so far
+    # the robustness table of each claim on the present tiers, computed once per page: the verdict under the title
+    # and the "How robust" block read the same table (each costs seconds on F5)
+    _robust: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------------------------------------ data
     def apply(self, fn: Callable[..., pd.DataFrame], *args, **kwargs) -> pd.DataFrame:
         """`fn(table, ...)` on every present tier, with a `tier` column (see `Tiers.apply`)."""
         return self.tiers.apply(fn, *args, **kwargs)
 
+    def robustness(self, claim: str) -> pd.DataFrame:
+        """`findings.robustness_table` of one claim on every present tier (+ tier), computed once per page."""
+        from circuitdev.analysis import findings
+
+        if claim not in self._robust:
+            self._robust[claim] = self.apply(findings.robustness_table, claims=[claim])
+        return self._robust[claim]
+
     def use_tier(self, tier: Tier) -> Tier:
         """Show one tier only (a model page): its absence becomes the page's note."""
         self.tiers = Tiers({tier.name: tier}, results_dir=self.folders.results_dir)
+        self._robust.clear()
         if not tier.present:
             display.note(tier.note, title="No data for this page")
         return tier
@@ -192,6 +204,11 @@ class Chapter:
         display.show_figure(fig, name=name, caption=caption, width=width,
                             provenance=provenance or self.tiers.provenance(tiers=tiers, panels=panels, extra=extra))
 
+    def glue_figure(self, key: str, fig) -> None:
+        """Glue a figure under `<prefix>-<key>` for another page's `{glue:figure}` (`display.glue_figure`); it is
+        not shown on this page."""
+        display.glue_figure(f"{self.prefix}-{key}", fig)
+
     def table(self, df: pd.DataFrame, caption: str = "", **kwargs) -> None:
         display.show_table(df, caption, **kwargs)
 
@@ -225,8 +242,9 @@ class Chapter:
         key = claim.lower().replace(".", "-")
         names = {p: {"pythia": "Pythia", "olmo": "OLMo", "olmoe": "OLMoE"}.get(info.short, p)
                  for p, info in PUBLISHED_PANELS.items()}
-        table = self.apply(findings.robustness_table, claims=[claim]) if table is None else \
-            table[table["claim"] == claim] if len(table) else table
+        if table is not None:  # a page's table of several claims: this claim's rows, kept for its verdict too
+            self._robust[claim] = table[table["claim"] == claim].reset_index(drop=True) if len(table) else table
+        table = self.robustness(claim)
         hangs = self.apply(findings.hangs_on, claim)
         ranges, held, summary = {}, {}, []
         for tier in TIERS:
@@ -275,7 +293,9 @@ class Chapter:
         from circuitdev.analysis import findings
 
         key = claim.lower().replace(".", "-")
-        verdicts = self.apply(findings.table_verdicts, [claim])
+        robust = self.robustness(claim)
+        verdicts = self.apply(findings.table_verdicts, [claim], per_tier=lambda t: {
+            "robustness": robust[robust["tier"] == t.name].drop(columns="tier") if len(robust) else robust})
         lines = []
         for tier in TIERS:
             rows = verdicts[verdicts["tier"] == tier] if len(verdicts) else verdicts

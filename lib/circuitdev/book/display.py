@@ -97,6 +97,21 @@ def glue_text(key: str, text: str, value: Any = None) -> None:
     display({GLUE_PREFIX + "text/plain": repr(text)}, raw=True, metadata=metadata)
 
 
+def glue_figure(key: str, fig, *, close: bool = True) -> None:
+    """Glue a figure (as PNG, drawn at most MAX_FIGURE_PX wide) under `key`, not shown here: another page pastes it
+    with a `{glue:figure}` directive naming `_generated/PAGE.ipynb::key` (a page of prose quoting a build's figure,
+    like the toy recipe page)."""
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    data = base64.b64encode(figure_png_fitted(fig)).decode()
+    if close:
+        plt.close(fig)
+    metadata = {"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}}
+    display({GLUE_PREFIX + "image/png": data, GLUE_PREFIX + "text/plain": f"<figure {key}>"}, raw=True,
+            metadata=metadata)
+
+
 # ------------------------------------------------------------------------------------------ notes, tables, figures
 
 

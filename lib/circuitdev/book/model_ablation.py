@@ -48,7 +48,8 @@ def in_words(label: str) -> str:
 
 
 def final_ablation(panel, table: pd.DataFrame, *, config: dict | None = None, threshold: float = INDUCTION_THRESHOLD,
-                   groups: int = 5, seed: int = MATCHED_RANDOM_SEED, mode: str = "zero", batch_size: int = 8,
+                   groups: int = 5, seed: int = MATCHED_RANDOM_SEED, mode: str = "zero",
+                   batch_size: int | None = None,
                    device: str | None = None) -> tuple[pd.DataFrame | None, str]:
     """Zero- (or mean-) ablate the final-revision induction circuit (sel_induction >= threshold in `table`, the
     panel's developmental table) on the records' own batch (`config`: their ProbeConfig fields), beside its own

@@ -36,7 +36,7 @@ class ModelPage:
 
     @classmethod
     def open(cls, panel: str, *, source: ModelSource = "auto", published_dir: Path | None, results_dir: Path,
-             revisions: Sequence[str] | None = None, compute_missing: bool = False, batch_size: int = 8,
+             revisions: Sequence[str] | None = None, compute_missing: bool = False, batch_size: int | None = None,
              device: str | None = None) -> "ModelPage":
         """The data of one panel: its probe records ("records"), the authors' files for a published model
         ("published"), or the first of the two that exists ("auto"). `compute_missing=True` probes the revisions
@@ -76,7 +76,7 @@ class ModelPage:
         page.tier = tier
         return page
 
-    def _compute_missing(self, revisions: Sequence[str] | None, batch_size: int, device: str | None) -> str:
+    def _compute_missing(self, revisions: Sequence[str] | None, batch_size: int | None, device: str | None) -> str:
         """Probe the panel's revisions that have no complete record; "" or why it failed."""
         from circuitdev.sources.run import probe_panel
 
@@ -84,7 +84,7 @@ class ModelPage:
             return f"Computing the missing records failed: no panel file for `{self.name}`."
         try:
             probe_panel(self.panel, revisions=list(revisions) if revisions else None, results_dir=self.results_dir,
-                        config=self.panel.probe_config(batch_size=batch_size),
+                        config=self.panel.probe_config(**({"batch_size": batch_size} if batch_size else {})),
                         device=None if device in (None, "auto") else device, progress=False)
         except (CircuitdevError, OSError) as err:
             return f"Computing the missing records failed: {err}"
@@ -116,7 +116,7 @@ class ModelPage:
                 "(`circuitdev.measure.positions.induction_ceiling`)." + first_note)
 
     def ablation(self, *, run: bool = True, threshold: float = INDUCTION_THRESHOLD, groups: int = 5,
-                 mode: str = "zero", batch_size: int = 8, device: str | None = None
+                 mode: str = "zero", batch_size: int | None = None, device: str | None = None
                  ) -> tuple[pd.DataFrame | None, str]:
         """The final-revision group ablation (ABLATION_TABLE_COLUMNS): the authors' own for the published tier,
         else computed on the final checkpoint with the circuit's own controls (`final_ablation`) when `run`.

@@ -76,19 +76,21 @@ class Tiers:
         return t if t is not None and t.present else None
 
     def apply(self, fn: Callable[..., pd.DataFrame], *args, tiers: Sequence[str] | None = None,
-              intervals: bool = False, nulls: bool = False, replicas: bool = False, **kwargs) -> pd.DataFrame:
+              intervals: bool = False, nulls: bool = False, replicas: bool = False,
+              per_tier: Callable[[Tier], dict] | None = None, **kwargs) -> pd.DataFrame:
         """`fn(table, *args, **kwargs)` on every present tier (or `tiers`), concatenated with a `tier` column first.
         Use it for any findings function: `tiers.apply(findings.bos_fraction, threshold=30)`. intervals=True passes
         each tier's bootstrap replicates as `boot=` where it has them (the findings then add `_lo` / `_hi`
         columns); nulls=True passes each tier's null draws as `nulls=` (None where it has none: F6);
-        replicas=True appends the tier's seed replicas to its table (for `findings.seed_spread`)."""
+        replicas=True appends the tier's seed replicas to its table (for `findings.seed_spread`); `per_tier(tier)`
+        gives keyword arguments of one tier's call (a table the page already computed for that tier)."""
         def table(t: Tier) -> pd.DataFrame:
             return pd.concat([t.table, t.replicas], ignore_index=True) if replicas and t.replicas is not None \
                 else t.table
 
         def extra(t: Tier) -> dict:
             return {**({"boot": t.boot} if intervals and t.boot is not None else {}),
-                    **({"nulls": t.nulls} if nulls else {})}
+                    **({"nulls": t.nulls} if nulls else {}), **(per_tier(t) if per_tier is not None else {})}
 
         frames = [fn(table(t), *args, **kwargs, **extra(t)).assign(tier=t.name)
                   for t in self.present if tiers is None or t.name in tiers]

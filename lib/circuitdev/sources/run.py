@@ -179,21 +179,23 @@ class FinalCircuit:
 
 
 def final_circuit_of(panel: Panel, table: pd.DataFrame, *, config: dict | None, threshold: float,
-                     batch_size: int) -> FinalCircuit | None:
+                     batch_size: int | None) -> FinalCircuit | None:
     """The final revision's induction circuit of `table` (a panel's developmental table; sources.ablate.final_induction_spec)
-    with the records' ProbeConfig (`config`, batch size `batch_size`); None when no head reaches the bar."""
+    with the records' ProbeConfig (`config`, batch size `batch_size`, None: the records' own, else the panel's
+    default); None when no head reaches the bar."""
     from circuitdev.sources.ablate import final_induction_spec
 
     final, spec = final_induction_spec(table, threshold)
     if not spec:
         return None
     cfg = panel.probe_config(**{k: v for k, v in (config or {}).items() if k not in ("device", "batch_size")})
-    return FinalCircuit(final, spec, cfg.replace(batch_size=batch_size))
+    return FinalCircuit(final, spec, cfg.replace(batch_size=batch_size or (config or {}).get("batch_size")
+                                                 or cfg.batch_size))
 
 
 def ablate_final_circuit(panel: Panel, table: pd.DataFrame, *, config: dict | None = None,
                          threshold: float = INDUCTION_THRESHOLD, groups: int = 5, seed: int = MATCHED_RANDOM_SEED,
-                         mode: str = "zero", batch_size: int = 8, device: str | None = None,
+                         mode: str = "zero", batch_size: int | None = None, device: str | None = None,
                          strict: bool = False) -> tuple[pd.DataFrame | None, str]:
     """The final-revision induction circuit (sel_induction >= threshold in `table`, the panel's developmental table)
     ablated on the records' own batch (`config`: their ProbeConfig fields) beside its controls: the conditions of
@@ -221,4 +223,4 @@ def ablate_final_circuit(panel: Panel, table: pd.DataFrame, *, config: dict | No
                 raise
             return None, f"the final checkpoint could not be loaded here: {err}"
         return ablation_suite(model, batch_for(found.cfg), found.spec, label=f"induction circuit (≥ {threshold:g}×)",
-                              n_groups=groups, seed=seed, mode=mode, batch_size=batch_size), ""
+                              n_groups=groups, seed=seed, mode=mode, batch_size=found.cfg.batch_size), ""

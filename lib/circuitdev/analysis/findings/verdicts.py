@@ -52,14 +52,16 @@ def claim_verdicts(robustness: pd.DataFrame, tests: pd.DataFrame | None = None) 
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
-def table_verdicts(dev: pd.DataFrame, claims: list[str]) -> pd.DataFrame:
-    """`claim_verdicts` of `claims` on one developmental table: their robustness table, and the null test of each
-    claim that declares one (`RobustClaim.null_tests`: F5.lead's permutation test). `reanalyse`, which has the null
-    tables already, calls claim_verdicts with them instead."""
+def table_verdicts(dev: pd.DataFrame, claims: list[str], *, robustness: pd.DataFrame | None = None) -> pd.DataFrame:
+    """`claim_verdicts` of `claims` on one developmental table: their robustness table (`robustness`, where the
+    caller has it already: `robustness_table(dev, claims=claims)`), and the null test of each claim that declares one
+    (`RobustClaim.null_tests`: F5.lead's permutation test). `reanalyse`, which has the null tables already, calls
+    claim_verdicts with them instead."""
     from circuitdev.analysis.findings.robustness import robustness_table
 
     tests = [t for t in (robust_claim(c).null_tests(dev) for c in claims if robust_claim(c).null_tests) if len(t)]
-    return claim_verdicts(robustness_table(dev, claims=claims), pd.concat(tests, ignore_index=True) if tests else None)
+    robust = robustness_table(dev, claims=claims) if robustness is None else robustness
+    return claim_verdicts(robust, pd.concat(tests, ignore_index=True) if tests else None)
 
 
 def _bar(tau: float) -> str:

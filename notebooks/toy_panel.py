@@ -30,7 +30,7 @@ import pandas as pd
 from circuitdev.analysis import findings
 from circuitdev.book import Source, chapter, fmt_tokens, toy_page
 from circuitdev.measure.positions import induction_ceiling
-from circuitdev.toy import report
+from circuitdev.toy import report, trials
 from circuitdev.toy.recipe import PANEL_NAMES, PRESETS
 
 # %% tags=["parameters", "remove-cell"]
@@ -169,3 +169,14 @@ pub = ch.tiers.get("published")
 ch.glue("pub-sink-onsets", toy_page.onsets_text(findings.milestones(pub.table, specs=[findings.milestone(
     "bos_10pct", threshold=sink_threshold)])) if pub is not None else None,
         absent="(the authors' files are not in this build)")
+
+# %% [markdown]
+# ## The recorded long trials
+#
+# The trials of the toy recipe at more training tokens (`data/toy_trials/`, recorded by `circuitdev toy trial`; not
+# trained by this build) are shown and discussed on the toy recipe page ({doc}`../toy_recipe`, "Long trials"), which
+# quotes this page's reading of them.
+
+# %% tags=["remove-input"]
+trial_counts, trial_meta = trials.read_trials()
+toy_page.glue_trials(ch, trial_counts, trial_meta)

@@ -143,3 +143,33 @@ def onsets_text(milestones: pd.DataFrame) -> str:
 def summary_list(texts: pd.DataFrame, key: str, panels: Sequence[str] | None = None, *, sep: str = "; ") -> str:
     """"toy-pythia: <text>; toy-olmo: <text>" over `panels` (default: every row)."""
     return sep.join(f"{p}: {texts.loc[p, key]}" for p in (panels if panels is not None else texts.index))
+
+
+TRIAL_ABSENT = "not recorded (data/toy_trials/ holds no such trial)"
+
+
+def glue_trials(ch, counts: pd.DataFrame, meta: dict[str, dict]) -> None:
+    """The recorded toy trials (`circuitdev.toy.trials.read_trials`) for the toy recipe page: the figure
+    (`<prefix>-trials-figure`), per trial its label (`-trial-<name>-label`) and per trained family what formed
+    (`-trial-<name>-<family>`), the outcome against issue 32's bar (`-trials-outcome`) and the training hours of the
+    trials other than the default (`-trials-hours`). A trial the recipe page quotes but the folder lacks reads
+    TRIAL_ABSENT, so the prose never breaks."""
+    from circuitdev.book import plots
+    from circuitdev.book.chapter import page_references
+    from circuitdev.toy import trials
+
+    labels = {name: trials.trial_label(m) for name, m in meta.items()}
+    ch.glue_figure("trials-figure", plots.trial_counts(counts, labels=labels))
+    for name, m in meta.items():
+        ch.glue(f"trial-{name}-label", labels[name])
+        for panel, info in m["panels"].items():
+            rows = counts[(counts["trial"] == name) & (counts["panel"] == panel)]
+            minutes = (info.get("train_seconds") or 0) / 60
+            ch.glue(f"trial-{name}-{info['family']}", trials.trial_sentence(rows, minutes=minutes))
+    ch.glue("trials-outcome", trials.trials_outcome(counts, meta) if meta else None, absent="no trial is recorded")
+    ch.glue("trials-hours", sum(p.get("train_seconds") or 0 for name, m in meta.items() if name != "default"
+                                for p in m["panels"].values()) / 3600 if meta else None, "{:.1f} hours",
+            absent="no time (no trial is recorded)")
+    prefix = f"{ch.prefix}-trial-"
+    for key in sorted(k for k in page_references(ch.name).glue_keys if k.startswith(prefix) and k not in ch.glued):
+        ch.glue(key.removeprefix(f"{ch.prefix}-"), TRIAL_ABSENT)

@@ -21,7 +21,8 @@ def register(subparsers) -> None:
     t.add_argument("--preset", default="default", help="named recipe: default (the toy-* panels), nobos "
                    "(no BOS, no backcopy windows: induction heads without sinks; panels toy-*-nobos) or mini "
                    "(3 layers, 1,500 steps: induction heads in about a minute per family, for the workshop; "
-                   "panels toy-*-mini, e.g. --preset mini --family gpt_neox)")
+                   "panels toy-*-mini, e.g. --preset mini --family gpt_neox) or long (issue 32's trial: 30x the "
+                   "tokens, T = 256, weight decay 0.3; panels toy-*-long; CPU-hours per family)")
     t.add_argument("--seed", type=int, default=None, help="recipe seed (corpus, data order, init)")
     t.add_argument("--seeds", type=int, nargs="+", metavar="S", default=None,
                    help="train independent replicas, one per seed: seed 0 keeps the panel names (toy-pythia ...), "
@@ -38,6 +39,22 @@ def register(subparsers) -> None:
     t.add_argument("--force", action="store_true", help="retrain even if matching checkpoints exist")
     t.add_argument("--no-progress", action="store_true", help="no progress bars")
     t.set_defaults(func=_train)
+    r = sub.add_parser("trial", help="record a trial of the toy recipe: its sink and induction counts per checkpoint",
+                       description="Probe every saved checkpoint of a trial's toy panels and write "
+                       "data/toy_trials/<NAME>.csv and .json (circuitdev.toy.trials): the sink heads (layers >= 2 "
+                       "and 0/1, both first-token scores) and induction heads per checkpoint, shown on the toy "
+                       "recipe page.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    r.add_argument("name", help="the trial's name: its files' stem (e.g. long30x)")
+    r.add_argument("--panel", action="append", required=True, type=Path, metavar="FILE",
+                   help="a panel file of the trial, as `circuitdev toy train --data-dir D` wrote it "
+                   "(D/panels/<panel>.yaml; repeatable)")
+    r.add_argument("--results", type=Path, required=True, help="where the trial's probe records go (resumable)")
+    r.add_argument("--out", type=Path, default=None, help="the trials folder (default: the repository's "
+                   "data/toy_trials/)")
+    r.add_argument("--grid-only", action="store_true", help="probe the panel's grid only, not its dense "
+                   "checkpoints (a run saved every 10 steps, like the default panel's)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bars")
+    r.set_defaults(func=_trial)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -107,4 +124,13 @@ def _train(args) -> int:
         print(f"{r['panel']}: {how}")
     print(f"toy panel ready (recipe {', '.join(r.recipe_hash() for r in recipes)}) in {time.time() - t0:.0f}s wall; "
           f"probe with `circuitdev probe --panel {results[0]['panel']}`")
+    return 0
+
+
+def _trial(args) -> int:
+    from circuitdev.toy.trials import record_trial
+
+    csv, meta = record_trial(args.name, args.panel, results_dir=args.results, out_dir=args.out,
+                             dense=not args.grid_only, progress=not args.no_progress, log=print)
+    print(f"trial {args.name}: {csv} and {meta}")
     return 0

@@ -257,6 +257,12 @@ PRESETS: dict[str, ToyRecipe] = {
     "nobos": ToyRecipe(mixture=Mixture(text=0.5, periodic=0.5, repeat=0.0, backcopy=0.0, bos=False),
                        phases=((0.3, Mixture(text=0.4, periodic=0.4, repeat=0.2, backcopy=0.0, bos=False)),),
                        panel_suffix="-nobos"),
+    # issue 32's long trial for the OLMo-like and OLMoE-like families: 30x the default's tokens (75,000 steps of
+    # 1,024 tokens), a context of 256 (4 windows a step) and weight decay 0.3, the levers that the sink literature
+    # names (book/toy_recipe.md, "Long trials"); about 75 / 95 CPU-minutes per family on one thread. Its trials are
+    # recorded in data/toy_trials/ (`circuitdev toy trial`); the default build neither trains nor reads its weights.
+    "long": ToyRecipe(steps=75_000, seq_len=256, batch_size=4, weight_decay=0.3, dense_every=2500,
+                      panel_suffix="-long"),
     # MINI
     "mini": ToyRecipe(n_layer=3, steps=1500,
                       phases=((0.3, Mixture(text=0.4, periodic=0.4, repeat=0.2, backcopy=0.0)),),

@@ -113,7 +113,8 @@ def lr_at(step: int, r: ToyRecipe) -> float:
     return r.lr * (r.min_lr_frac + (1 - r.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * t)))
 
 
-def _complete(folder: Path) -> bool:
+def checkpoint_saved(folder: Path) -> bool:
+    """A checkpoint folder holds its config and weights (a crash mid-save leaves one without)."""
     return (folder / "config.json").exists() and (folder / "model.safetensors").exists()
 
 
@@ -126,7 +127,7 @@ def checkpoints_ready(panel_dir: Path, recipe: ToyRecipe, *, dense: bool = True)
     except (OSError, ValueError):
         return False
     steps = (*recipe.grid(), *recipe.dense_grid()) if dense else recipe.grid()
-    return all(_complete(panel_dir / revision_name(s)) for s in steps)
+    return all(checkpoint_saved(panel_dir / revision_name(s)) for s in steps)
 
 
 def panel_file(panel: str, data_dir: Path | None = None) -> Path:
@@ -144,7 +145,8 @@ def panel_ready(panel: str, recipe: ToyRecipe | None = None, data_dir: Path | No
 
 def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | None = None, *,
                  progress: bool = True, position: int = 0, force: bool = False, threads: int = 1,
-                 on_log: Callable[[int, float], None] | None = None, log_every: int = 25) -> dict:
+                 on_log: Callable[[int, float], None] | None = None, log_every: int = 25,
+                 stop_after: int | None = None) -> dict:
     """Train one family (or reuse its checkpoints) and write its panel file. Returns a summary dict.
 
     threads: torch's intra-op threads for this run. torch's float results depend on it, so a recipe gives
@@ -152,6 +154,9 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
     on_log: called every `log_every` steps with (step, mean training loss of the last `log_every` steps) -- e.g. to
     draw a live loss curve in a notebook; it does not touch the training (the same checkpoints with or without it).
     Not called when the checkpoints are reused.
+    stop_after: end after this step (its checkpoints up to there saved, no recipe.json: the panel is not complete)
+    -- the first checkpoints of a long recipe, exactly as its full run makes them (the schedule is the full run's),
+    to check a recorded run against (tests/test_toy_trials.py).
     """
     from transformers.utils import logging as hf_logging
 
@@ -161,20 +166,23 @@ def train_family(family: str, recipe: ToyRecipe | None = None, data_dir: Path | 
     if family not in PANEL_NAMES:
         raise ConfigError(f"unknown toy family {family!r}; known: {', '.join(FAMILIES)}")
     panel = recipe.panel_name(family)
-    if not force and checkpoints_ready(data_dir / "toy" / panel, recipe):
+    if stop_after is not None and not 0 <= stop_after <= recipe.steps:
+        raise ConfigError(f"stop_after={stop_after} must lie in 0..steps={recipe.steps}")
+    if not force and stop_after is None and checkpoints_ready(data_dir / "toy" / panel, recipe):
         write_panel_file(family, recipe, data_dir)
         return {"panel": panel, "reused": True, "seconds": 0.0}
     seconds, losses = _train_checkpoints(family, recipe, data_dir, progress=progress, position=position,
-                                         threads=threads, on_log=on_log, log_every=log_every)
+                                         threads=threads, on_log=on_log, log_every=log_every, stop_after=stop_after)
     write_panel_file(family, recipe, data_dir)
-    return {"panel": panel, "reused": False, "seconds": seconds, "final_loss": float(np.mean(losses[-50:]))}
+    return {"panel": panel, "reused": False, "seconds": seconds,
+            "final_loss": float(np.mean(losses[-50:])) if losses else float("nan"), "stopped_after": stop_after}
 
 
 def _train_checkpoints(family: str, recipe: ToyRecipe, data_dir: Path, *, progress: bool, position: int,
                        threads: int, on_log: Callable[[int, float], None] | None,
-                       log_every: int) -> tuple[float, list[float]]:
-    """Train one family from scratch, saving its checkpoints and recipe.json in its panel folder.
-    Returns (seconds, the training loss of every step)."""
+                       log_every: int, stop_after: int | None = None) -> tuple[float, list[float]]:
+    """Train one family from scratch, saving its checkpoints and recipe.json in its panel folder (up to step
+    `stop_after`, without recipe.json, when given). Returns (seconds, the training loss of every step)."""
     import torch
     from tqdm.auto import tqdm
 
@@ -208,9 +216,12 @@ def _train_checkpoints(family: str, recipe: ToyRecipe, data_dir: Path, *, progre
     if 0 in grid:
         save(0)
     losses = _train_steps(model, opt, sampler, recipe, bar, on_log, log_every,
-                          on_step=lambda step: save(step) if step in grid or step in dense else None)
+                          on_step=lambda step: save(step) if step in grid or step in dense else None,
+                          last=recipe.steps if stop_after is None else stop_after)
     bar.close()
     seconds = time.time() - t0
+    if stop_after is not None:  # a part of the run: its recipe.json would say the panel is complete
+        return seconds, losses
     write_atomic(panel_dir / "recipe.json", json.dumps(
         {"hash": recipe.recipe_hash(), "recipe": recipe.to_dict(), "family": family, "seconds": round(seconds, 1),
          "final_loss": float(np.mean(losses[-50:])), "grid": list(grid), "dense": sorted(dense)}, indent=1))
@@ -236,13 +247,13 @@ def _optimizer(model, recipe: ToyRecipe):
 
 
 def _train_steps(model, opt, sampler, recipe: ToyRecipe, bar, on_log: Callable[[int, float], None] | None,
-                 log_every: int, on_step: Callable[[int], None]) -> list[float]:
-    """The training loop, steps 1..recipe.steps; `on_step(step)` runs after each (to save checkpoints).
-    Returns the training loss of every step."""
+                 log_every: int, on_step: Callable[[int], None], last: int | None = None) -> list[float]:
+    """The training loop, steps 1..recipe.steps (or 1..last); `on_step(step)` runs after each (to save
+    checkpoints). Returns the training loss of every step."""
     import torch
 
     losses = []
-    for step in range(1, recipe.steps + 1):
+    for step in range(1, (recipe.steps if last is None else last) + 1):
         if (mix := recipe.mixture_at(step)) is not sampler.mix:  # a curriculum phase starts
             sampler.set_mixture(mix)
         x = torch.from_numpy(sampler.batch(recipe.batch_size))  # (B, T)

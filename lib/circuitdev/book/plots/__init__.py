@@ -12,6 +12,7 @@ on shared basics (`axes`: token axes, colours, placeholders, bands, tier columns
     sensitivity     threshold_sensitivity
     robustness      robustness_curves (a findings page's "How robust"), robustness_map (the robustness page)
     refinement      refined_trajectory, metric_label
+    toy_trials      trial_counts (the toy recipe page: the recorded long trials)
     model           class_count_heatmaps, ablation_bars, ablation_over_training (the one-model page)
     method          batch_layout
     audit           audit_status
@@ -40,6 +41,7 @@ from circuitdev.book.plots.robustness import robustness_curves, robustness_map
 from circuitdev.book.plots.sensitivity import PAPER_THRESHOLDS, threshold_sensitivity
 from circuitdev.book.plots.sink_measures import (first_position_norms, sink_counts, sink_floor, sink_rates,
                                                  sink_timeline)
+from circuitdev.book.plots.toy_trials import trial_counts
 
 __all__ = [
     # the shared basics
@@ -52,5 +54,5 @@ __all__ = [
     "robustness_curves", "robustness_map",
     # F5's control and the spectral top-K; the sink measures
     "lead_vs_null", "base_rate_lines", "pr_null_calibration", "topk_bars", "sink_counts", "sink_rates", "sink_timeline", "first_position_norms",
-    "sink_floor",
+    "sink_floor", "trial_counts",
 ]

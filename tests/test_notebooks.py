@@ -371,9 +371,11 @@ def test_glue_figure_glues_a_png_for_another_page(monkeypatch):
 
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, raw=False, metadata=None: shown.append((obj, metadata)))
-    display.glue_figure("t-fig", plots.placeholder("x"))
+    display.glue_figure("t-fig", plots.placeholder("x"), alt='a "quoted" figure')
     ((bundle, metadata),) = shown
-    png = base64.b64decode(bundle[display.GLUE_PREFIX + "image/png"])
+    img = bundle[display.GLUE_PREFIX + "text/html"]  # pasted as it is on another page (an image/png would break)
+    assert img.startswith('<img src="data:image/png;base64,') and 'alt="a &quot;quoted&quot; figure"' in img
+    png = base64.b64decode(img.split("base64,")[1].split('"')[0])
     assert png.startswith(b"\x89PNG") and 0 < display.png_width(png) <= display.MAX_FIGURE_PX
     assert metadata["scrapbook"] == {"name": "t-fig", "mime_prefix": display.GLUE_PREFIX}  # myst-nb's glue record
 

@@ -204,10 +204,10 @@ class Chapter:
         display.show_figure(fig, name=name, caption=caption, width=width,
                             provenance=provenance or self.tiers.provenance(tiers=tiers, panels=panels, extra=extra))
 
-    def glue_figure(self, key: str, fig) -> None:
-        """Glue a figure under `<prefix>-<key>` for another page's `{glue:figure}` (`display.glue_figure`); it is
-        not shown on this page."""
-        display.glue_figure(f"{self.prefix}-{key}", fig)
+    def glue_figure(self, key: str, fig, *, alt: str = "") -> None:
+        """Glue a figure under `<prefix>-<key>` for another page's `{glue}` directive (`display.glue_figure`); it
+        is not shown on this page."""
+        display.glue_figure(f"{self.prefix}-{key}", fig, alt=alt)
 
     def table(self, df: pd.DataFrame, caption: str = "", **kwargs) -> None:
         display.show_table(df, caption, **kwargs)

@@ -97,18 +97,22 @@ def glue_text(key: str, text: str, value: Any = None) -> None:
     display({GLUE_PREFIX + "text/plain": repr(text)}, raw=True, metadata=metadata)
 
 
-def glue_figure(key: str, fig, *, close: bool = True) -> None:
-    """Glue a figure (as PNG, drawn at most MAX_FIGURE_PX wide) under `key`, not shown here: another page pastes it
-    with a `{glue:figure}` directive naming `_generated/PAGE.ipynb::key` (a page of prose quoting a build's figure,
-    like the toy recipe page)."""
+def glue_figure(key: str, fig, *, alt: str = "", close: bool = True) -> None:
+    """Glue a figure (PNG, drawn at most MAX_FIGURE_PX wide) under `key`, not shown here, for another page to paste
+    with a `{glue}` directive and `:doc: _generated/PAGE.ipynb` (a page of prose showing a build's figure, like the
+    toy recipe page). Glued as an HTML image with the PNG inline: myst-nb 1.4 pastes a glued image/png from another
+    page as a link to a file it never writes (a broken image), its HTML as it is."""
+    import html
+
     import matplotlib.pyplot as plt
     from IPython.display import display
 
     data = base64.b64encode(figure_png_fitted(fig)).decode()
     if close:
         plt.close(fig)
+    img = f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt, quote=True)}" style="max-width:100%"/>'
     metadata = {"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}}
-    display({GLUE_PREFIX + "image/png": data, GLUE_PREFIX + "text/plain": f"<figure {key}>"}, raw=True,
+    display({GLUE_PREFIX + "text/html": img, GLUE_PREFIX + "text/plain": f"<figure {key}>"}, raw=True,
             metadata=metadata)
 
 

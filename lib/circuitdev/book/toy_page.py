@@ -159,7 +159,9 @@ def glue_trials(ch, counts: pd.DataFrame, meta: dict[str, dict]) -> None:
     from circuitdev.toy import trials
 
     labels = {name: trials.trial_label(m) for name, m in meta.items()}
-    ch.glue_figure("trials-figure", plots.trial_counts(counts, labels=labels))
+    ch.glue_figure("trials-figure", plots.trial_counts(counts, labels=labels),
+                   alt="Sink heads, attention mass on position 0 and induction heads per checkpoint, per family and "
+                       "recorded toy trial")
     for name, m in meta.items():
         ch.glue(f"trial-{name}-label", labels[name])
         for panel, info in m["panels"].items():

@@ -64,6 +64,78 @@ def test_batched_conditions_equal_one_condition_at_a_time(family):
     assert not torch.equal(straddling[0], straddling[1])  # the circuit's condition did ablate something
 
 
+def test_branch_plan_gives_each_condition_the_longest_history_it_shares():
+    """A golden plan on three layers: conditions sorted by their per-layer head sets; each starts where it first
+    differs from the earliest condition sharing its longest history (ROOT: the unablated forward)."""
+    from circuitdev.measure.condition_tree import ROOT, Branch, branch_plan, root_runs
+
+    keys = [((), (), ()),          # 0: no ablation = the root's own forward
+            ((0,), (), (1,)),      # 1: differs from the root at layer 0
+            ((), (2,), ()),        # 2: shares layer 0 with the root
+            ((0,), (), (3,)),      # 3: shares layers 0-1 with 1
+            ((0,), (1,), ()),      # 4: shares layer 0 with 1 (and with 3, later in order)
+            ((0,), (), (1,)),      # 5: the same heads as 1
+            ((), (2,), (0,))]      # 6: shares layers 0-1 with 2
+    plan = branch_plan(keys)
+    assert plan == [Branch(ROOT, 3, (0,)), Branch(ROOT, 1, (2,)), Branch(2, 2, (6,)), Branch(ROOT, 0, (1,)),
+                    Branch(1, 3, (5,)), Branch(1, 2, (3,)), Branch(1, 1, (4,))]
+    assert root_runs(plan) and not root_runs(branch_plan([((0,), ()), ((1,), ())]))
+
+
+TREE_SPECS = [{}, {1: [0, 2]}, {1: [0, 2], 3: [1]}, {1: [0, 2], 2: [3]}, {0: [1], 2: [0]}, {0: [1], 2: [1, 2]},
+              {0: [1], 2: [0], 3: [3]}, {3: [0, 1, 2, 3]}, {0: [1], 2: [0]}, {2: [1]}]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_prefix_tree_conditions_equal_one_condition_at_a_time(family):
+    """Four layers, conditions branching off each other at layers 0-3, a duplicate, one that ablates only the
+    last layer; GPT-NeoX's parallel blocks also reuse the branch layer's MLP. Each condition's logits equal its own
+    forward's within 1e-6 (rows meet other matmul shapes), top-1 identical; the same without the baseline in the
+    list (no unablated forward to share: layer-0 branches run whole), and in chunks that straddle conditions."""
+    from circuitdev.measure.condition_tree import branch_plan, condition_keys
+
+    model = tiny_model(family, layers=4)
+    layout = family_of(model)
+    assert layout.parallel_residual == (family == "gpt_neox")
+    keep = torch.ones(len(TREE_SPECS), 4, layout.n_heads, dtype=torch.bool)
+    for c, spec in enumerate(TREE_SPECS):
+        for layer, heads in spec.items():
+            keep[c, layer, heads] = False
+    assert {b.layer for b in branch_plan(condition_keys(keep))} == {0, 1, 2, 3, 4}  # every kind of branch
+    refs = [one_at_a_time_logits(model, BATCH, spec, batch_size=8) for spec in TREE_SPECS]
+    for specs, batch_size in ((TREE_SPECS, 8), (TREE_SPECS[1:], 8), (TREE_SPECS, 10)):
+        offset = len(TREE_SPECS) - len(specs)
+        for ours, ref in zip(condition_outcomes(model, BATCH, specs, batch_size=batch_size, logits=True),
+                             refs[offset:]):
+            torch.testing.assert_close(ours, ref, rtol=0, atol=1e-6)
+            assert torch.equal(ours.argmax(-1), ref.argmax(-1))
+
+
+def test_prefix_tree_mean_ablation_equals_filling_by_hand():
+    """Mode "mean": a branch reuses its parent's z before the mask, then fills its own heads with their means."""
+    from circuitdev.measure.ablation import head_means
+
+    model = tiny_model("olmo", layers=4)
+    layout = family_of(model)
+    means = head_means(model, BATCH, layout=layout)
+    specs = [{1: [0]}, {1: [0], 2: [3]}, {1: [0], 3: [2]}]
+    dh = layout.head_dim
+    for spec, ours in zip(specs, condition_outcomes(model, BATCH, specs, mode="mean", means=means, logits=True)):
+        hooks = []
+        for layer, heads in spec.items():
+            def pre(mod, args, heads=heads, layer=layer):
+                x = args[0].clone()
+                for h in heads:
+                    x[..., h * dh:(h + 1) * dh] = means[layer, h * dh:(h + 1) * dh]
+                return (x,)
+            hooks.append(model.get_submodule(layout.out_proj_path(layer)).register_forward_pre_hook(pre))
+        with torch.no_grad():
+            ref = model(torch.as_tensor(BATCH.tokens)).logits[:, -1].float()
+        for h in hooks:
+            h.remove()
+        torch.testing.assert_close(ours, ref, rtol=1e-6, atol=1e-6)
+
+
 def test_circuit_conditions_are_the_one_set_of_controls():
     cc = circuit_conditions({1: [0, 1, 2], 2: [3]}, n_layers=4, n_heads=4, n_groups=5)
     rows = [(c.condition, c.seed) for c in cc.conditions]

@@ -12,7 +12,6 @@ take their rows from it. `condition_outcomes` scores any number of head sets in 
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
 from typing import Literal
@@ -87,19 +86,20 @@ def condition_outcomes(
     batch_size: int = 8,
     logits: bool = False,
 ) -> list[QueryOutcomes] | list[torch.Tensor]:
-    """Every head set of `specs` ablated on the whole batch, all conditions in the same batched forwards.
+    """Every head set of `specs` ablated on the whole batch, each layer computed once per distinct history.
 
-    Per block of `batch_size` sequences: one unablated forward (the `{}` condition's logits; kept: the input of
-    every layer a condition first ablates at, and W_O's input z there); then the conditions stacked
-    (condition-major) in chunks of `batch_size` rows, those that first ablate at the same layer f together. A
-    per-row head mask replaces each ablated head's slice of W_O's input (0, or its mean for mode "mean") through a
-    forward pre-hook -- rows whose condition leaves a layer alone pass through `torch.where` unchanged. What no
-    condition changes is not computed again: the layers below f return the kept input of f, and f's attention the
-    kept z through W_O (its queries, keys and scores are those of the unablated forward). Only the query's output
+    Per block of `batch_size` sequences, the conditions run as a prefix tree (`measure.condition_tree`): a
+    condition that ablates what an earlier one (or nothing) ablates below layer g starts at g from what that
+    forward kept there -- the layers below are not computed again, nor layer g's attention (its z is the same;
+    only the heads masked at W_O's input differ), nor, in a parallel block (GPT-NeoX), layer g's MLP. A per-row
+    head mask on W_O's input (0, or the head's mean for mode "mean") ablates; the conditions branching at the same
+    layer from the same parent are stacked condition-major in chunks of `batch_size` rows. Only the query's output
     is computed where nothing reads the other positions: the logits (`logits_to_keep`) and the last layer's MLP,
     the query being the last position. Equal to one condition at a time (tests/test_ablation_batched.py: logits
     within 1e-6, top-1 identical). Returns one QueryOutcomes per spec, or with `logits=True` the (N, V) fp32
     logits at the query per spec."""
+    from circuitdev.measure.condition_tree import HeadMask, branch_plan, condition_keys, run_branches
+
     layout = layout or family_of(model)
     specs = [check_spec(s or {}, layout) for s in specs]
     if mode not in ("zero", "mean"):
@@ -109,14 +109,11 @@ def condition_outcomes(
     if mode == "mean" and any(specs) and means is None:
         means = head_means(model, batch, layout=layout, batch_size=batch_size)
     ids = as_token_tensor(batch.tokens, model)
-    L, dev = layout.n_layers, ids.device
-    keep = torch.ones(len(specs), L, layout.n_heads, dtype=torch.bool)  # (C, L, H): False where a head is ablated
+    keep = torch.ones(len(specs), layout.n_layers, layout.n_heads, dtype=torch.bool)  # (C, L, H): False = ablated
     for c, spec in enumerate(specs):
         for layer, heads in spec.items():
             keep[c, layer, heads] = False
-    first = [min(spec) if spec else L for spec in specs]  # the first layer a condition changes (L: none)
-    shared = sorted({f for f in first if 0 < f < L})  # layers whose unablated input the conditions reuse
-    reused_z = sorted({f for f in first if f < L})  # layers whose unablated W_O input the conditions reuse
+    plan = branch_plan(condition_keys(keep))
     keep_last = batch.query == ids.shape[1] - 1  # the usual case: only the last position's output is computed
 
     def query_logits_of(rows_ids: torch.Tensor) -> torch.Tensor:  # (B, V) fp32
@@ -124,139 +121,17 @@ def condition_outcomes(
         return output.logits[:, -1 if keep_last else batch.query].float().cpu()
 
     out: list[list[torch.Tensor]] = [[] for _ in specs]
-    with _HeadMask(model, layout, keep, mode, means, query_only=keep_last) as mask, torch.no_grad():
+    fill = means if mode == "mean" else None
+    with HeadMask(model, layout, keep, fill=fill, query_only=keep_last) as mask, torch.no_grad():
         for block in chunks(ids.shape[0], batch_size):
-            seqs = torch.arange(block.start, block.stop)
-            todo, kept, kept_z = list(range(len(specs))), {}, {}
-            if shared or L in first:  # the unablated forward: the `{}` rows and what the conditions share
-                mask.rows = keep[:0].new_ones(len(seqs), L, layout.n_heads)
-                with mask.keeping(shared, kept, reused_z, kept_z):
-                    plain = query_logits_of(ids[seqs.to(dev)])
-                for c in [c for c in todo if first[c] == L]:
-                    out[c].append(plain)
-                todo = [c for c in todo if first[c] != L]
-            for f in sorted({first[c] for c in todo}):
-                conds = torch.tensor([c for c in todo if first[c] == f])
-                for sl in chunks(len(conds) * len(seqs), batch_size):
-                    rows = torch.arange(sl.start, sl.stop)
-                    cond, local = conds[rows // len(seqs)], rows % len(seqs)
-                    mask.rows = keep[cond]
-                    rows_of = lambda kept_at: kept_at[f][local.to(dev)] if f in kept_at else None  # noqa: E731
-                    with mask.reusing(f, rows_of(kept), rows_of(kept_z)):
-                        lq = query_logits_of(ids[seqs[local].to(dev)])
-                    for c in cond.unique().tolist():
-                        out[c].append(lq[cond == c])
+            per_condition = run_branches(mask, plan, ids[block], batch_size=batch_size, query_logits=query_logits_of)
+            for c in range(len(specs)):
+                out[c].append(per_condition[c])
     per_spec = [torch.cat(parts) for parts in out]
     if logits:
         return per_spec
     target = torch.as_tensor(np.asarray(batch.target), dtype=torch.long)
     return [_outcomes(lq, target) for lq in per_spec]
-
-
-class _HeadMask:
-    """`condition_outcomes`' hooks: a forward pre-hook on W_O of every layer some condition ablates, writing 0 (or
-    the head's mean) where the current rows' mask (`rows`, (B, L, H) bool) is False; with `query_only`, the last
-    layer's MLP run on the last position only (nothing reads the others: the logits are the query's). `keeping`
-    keeps, in one forward, the input of chosen layers and W_O's input z at others; `reusing` stands `_Reuse` in for
-    the layers below a first ablated layer and `_ReuseAttention` for that layer's attention."""
-
-    def __init__(self, model, layout: Layout, keep: torch.Tensor, mode: str, means: torch.Tensor | None, *,
-                 query_only: bool = False):
-        self.model, self.layout, self.keep, self.mode, self.means = model, layout, keep, mode, means
-        self.query_only = query_only
-        self.rows: torch.Tensor | None = None
-        self.stack = model.get_submodule(layout.layer_path(0).rsplit(".", 1)[0])  # the decoder layers' ModuleList
-        self.originals = list(self.stack)
-        self.attentions = [model.get_submodule(layout.attention_path(layer)) for layer in range(layout.n_layers)]
-
-    def _pre_hook(self, layer: int):
-        H, dh = self.layout.n_heads, self.layout.head_dim
-        fill = None if self.mode == "zero" else self.means[layer].reshape(1, 1, H, dh)
-
-        def pre_hook(module, args):
-            z = args[0]  # (B, T, H * d_head)
-            b = z.shape[0]
-            m = self.rows[:, layer].to(z.device).reshape(b, 1, H, 1)
-            other = torch.zeros((), dtype=z.dtype, device=z.device) if fill is None else fill.to(z)
-            return (torch.where(m, z.reshape(b, z.shape[1], H, dh), other).reshape(z.shape), *args[1:])
-
-        return pre_hook
-
-    def __enter__(self) -> "_HeadMask":
-        touched = [layer for layer in range(self.layout.n_layers) if not bool(self.keep[:, layer].all())]
-        self.handles = [self.model.get_submodule(self.layout.out_proj_path(layer)).register_forward_pre_hook(
-            self._pre_hook(layer)) for layer in touched]
-        if self.query_only:  # (B, T, d) -> (B, 1, d); the block's residual sum broadcasts it, right at the last row
-            last_mlp = self.model.get_submodule(self.layout.mlp_path(self.layout.n_layers - 1))
-            self.handles.append(last_mlp.register_forward_pre_hook(
-                lambda module, args: (args[0][:, -1:], *args[1:])))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for h in self.handles:
-            h.remove()
-        for layer, module in enumerate(self.originals):
-            self.stack[layer] = module
-            setattr(module, self.layout.family.attention, self.attentions[layer])
-
-    @contextmanager
-    def keeping(self, layers: list[int], kept: dict[int, torch.Tensor], z_layers: list[int],
-                kept_z: dict[int, torch.Tensor]):
-        """In the forward run inside the block: kept[f] = the output of layer f - 1 (the input of layer f) for f in
-        `layers`, kept_z[f] = W_O's input at layer f for f in `z_layers` (the mask leaves it whole: rows all True)."""
-        saves = [self.originals[f - 1].register_forward_hook(
-            lambda mod, args, output, f=f: kept.__setitem__(f, output.clone())) for f in layers]
-        saves += [self.model.get_submodule(self.layout.out_proj_path(f)).register_forward_pre_hook(
-            lambda mod, args, f=f: kept_z.__setitem__(f, args[0].clone())) for f in z_layers]
-        try:
-            yield
-        finally:
-            for h in saves:
-                h.remove()
-
-    @contextmanager
-    def reusing(self, first: int, value: torch.Tensor | None, z: torch.Tensor | None):
-        """For the forward inside: layers 0 .. first - 1 replaced by `_Reuse(value)` (unless value is None), and
-        layer `first`'s attention by `_ReuseAttention(z)` (unless z is None)."""
-        if value is not None:
-            for layer in range(first):
-                self.stack[layer] = _Reuse(value if layer == first - 1 else None)
-        attention = self.layout.family.attention
-        if z is not None:
-            setattr(self.originals[first], attention,
-                    _ReuseAttention(z, getattr(self.attentions[first], self.layout.family.out_proj)))
-        try:
-            yield
-        finally:
-            for layer in range(first):
-                self.stack[layer] = self.originals[layer]
-            setattr(self.originals[first], attention, self.attentions[first])
-
-
-class _Reuse(torch.nn.Module):
-    """Stands in for a decoder layer below a chunk's first ablated layer: returns the kept output of the unablated
-    forward (the layer just below the ablated one), or its input unchanged (the layers under that, whose result it
-    overrides) -- so those layers are computed once per block of sequences, not once per condition."""
-
-    def __init__(self, value: torch.Tensor | None):
-        super().__init__()
-        self.value = value
-
-    def forward(self, hidden_states, *args, **kwargs):
-        return hidden_states if self.value is None else self.value
-
-
-class _ReuseAttention(torch.nn.Module):
-    """Stands in for the attention of a chunk's first ablated layer, whose input is the unablated forward's: the
-    kept W_O input z (B, T, H * d_head) through W_O itself, so that the head mask's pre-hook on W_O ablates it;
-    returns (output, None) as the attention modules do."""
-
-    def __init__(self, z: torch.Tensor, out_proj: torch.nn.Module):
-        super().__init__()
-        self.z, self.out_proj = z, out_proj
-
-    def forward(self, *args, **kwargs):
-        return self.out_proj(self.z), None
 
 
 def _outcomes(logits: torch.Tensor, target: torch.Tensor) -> QueryOutcomes:

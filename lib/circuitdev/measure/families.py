@@ -26,12 +26,16 @@ class Family:
     out_proj: str  # attribute of the attention module: W_O; its *input* is the per-head output z
     model_types: tuple[str, ...]  # config.model_type values that select this row directly
     mlp: str = "mlp"  # attribute of a block: its MLP (dense or mixture of experts), one output per position
+    # config attribute that says the block is parallel (x + attn(ln1 x) + mlp(ln2 x): the MLP reads the block's
+    # input, not the attention's output); None: always sequential
+    parallel_residual: str | None = None
 
 
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
-        Family("gpt_neox", "gpt_neox.layers", "attention", "dense", ("gpt_neox",)),
+        Family("gpt_neox", "gpt_neox.layers", "attention", "dense", ("gpt_neox",),
+               parallel_residual="use_parallel_residual"),
         Family("olmo", "model.layers", "self_attn", "o_proj", ("olmo",)),
         Family("olmoe", "model.layers", "self_attn", "o_proj", ("olmoe",)),
         # Any Llama-style decoder (llama, mistral, qwen2, olmo2, ...) shares this layout.
@@ -48,6 +52,7 @@ class Layout:
     n_layers: int
     n_heads: int
     head_dim: int
+    parallel_residual: bool = False  # the MLP of a block reads the block's input (GPT-NeoX's default, Pythia)
 
     def layer_path(self, layer: int) -> str:
         return f"{self.family.layers}.{layer}"
@@ -120,4 +125,5 @@ def _layout(model: "nn.Module", fam: Family) -> Layout:
             f"{fam.name}: output projection takes {out_proj.in_features} features, expected n_heads*head_dim = "
             f"{n_heads}*{head_dim}; per-head slices would be wrong"
         )
-    return Layout(fam, n_layers, n_heads, int(head_dim))
+    parallel = bool(fam.parallel_residual and getattr(cfg, fam.parallel_residual, False))
+    return Layout(fam, n_layers, n_heads, int(head_dim), parallel_residual=parallel)

@@ -120,7 +120,9 @@ rule ablate_toy:
 
 rule null_pr_toy:
     """Each head's PR on random tokens at every revision of a toy panel (`circuitdev null-pr`), after its probe and
-    refinements, before the notebooks; resumable, and it recomputes only revisions whose record changed."""
+    refinements, before the notebooks: read from the records, whose probe measured it in the same load (config
+    `null_pr_draws`), computed where a record has none; resumable, it recomputes only revisions whose record
+    changed."""
     input:
         lambda wc: P.probed(wc.panel),
     output:
@@ -129,10 +131,11 @@ rule null_pr_toy:
         panel=alternatives(TOY_PANELS),
     params:
         panel_file=lambda wc: P.panel_file(wc.panel),
+        draws=P.null_job_draws,
     threads: 1
     priority: 2  # the critical path (rule toy)
     log:
         f"{LOGS}/null_pr/{{panel}}.log",
     shell:
         "OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {PY:q} -m circuitdev.cli null-pr "
-        "--panel {params.panel_file:q} --out {RESULTS:q} --no-progress > {log:q} 2>&1"
+        "--panel {params.panel_file:q} --draws {params.draws} --out {RESULTS:q} --no-progress > {log:q} 2>&1"

@@ -177,6 +177,49 @@ def test_null_pr_over_training_is_stored_vouched_for_and_resumed(probed_tiny, tm
         "step0", "step1")  # other settings: recomputed
 
 
+def test_null_pr_measured_in_the_probes_load_is_read_not_recomputed(probed_tiny, tmp_path, monkeypatch):
+    """A probe with null_pr_draws keeps the PR null's draws beside its record (same config hash: a by-product);
+    `null_pr_over_training` with the same settings reads them without loading a revision, and its table is
+    bit-identical to the one it computes itself from records without them. Other settings, or a file that is not
+    the one its sidecar vouches for: computed (the record itself is then corrupt and re-probed)."""
+    import shutil
+
+    import pandas.testing as pdt
+
+    from circuitdev.sources import loading
+    from circuitdev.sources.null_pr import null_pr_over_training
+    from circuitdev.sources.panels import load_panel
+    from circuitdev.sources.records import PanelRecords
+    from circuitdev.sources.run import probe_panel
+    from circuitdev.sources.store import record_paths
+
+    path, plain = probed_tiny
+    computed_here = tmp_path / "plain"
+    shutil.copytree(plain, computed_here)
+    reference = null_pr_over_training(load_panel(path, results_dir=computed_here), results_dir=computed_here,
+                                      n_draws=2, progress=False).table
+    out = tmp_path / "with-null-pr"
+    panel = load_panel(path, results_dir=out)
+    probe_panel(panel, results_dir=out, config=panel.probe_config(null_pr_draws=2), progress=False)
+    read = PanelRecords(out, panel.name, panel).read()
+    assert read.config_hash == PanelRecords(plain, panel.name, panel).read().config_hash
+    block = read.sidecars["step1"]["null_pr"]
+    assert (block["n_draws"], block["n"], block["seed"], block["first_token"]) == (2, 12, 2026, 0)
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a revision was loaded although its record holds the PR null")
+
+    with monkeypatch.context() as m:
+        m.setattr(loading, "loaded_revision", no_load)
+        run = null_pr_over_training(panel, results_dir=out, n_draws=2, progress=False, force=True)
+    pdt.assert_frame_equal(run.table, reference, check_exact=True)
+    other = null_pr_over_training(panel, results_dir=out, n_draws=3, progress=False)  # other settings: computed
+    assert other.computed == ("step0", "step1") and len(other.table) == 2 * 3 * 2 * 4
+    side = record_paths(out, panel.name, "step0").side("null_pr")
+    side.write_bytes(side.read_bytes()[:-2] + b"xx")
+    assert not PanelRecords(out, panel.name, panel).status_of("step0").complete
+
+
 # ----------------------------------------------------------------------------------- the spectral top-K (issue 23)
 
 

@@ -131,6 +131,10 @@ def _check_toy_seeds(where, value, problems, config):
         problems.append(f"{where}: {seeds!r} names a seed twice")
 
 
+def _check_null_pr_draws(where, value, problems, config):
+    _int(where, value, problems, low=0)
+
+
 def _check_toy_set(where, value, problems, config):
     import dataclasses
 
@@ -254,6 +258,7 @@ SCHEMA: dict[str, Callable] = {
     "data_dir": _folder_key, "results_dir": _folder_key, "published_dir": _folder_key,
     "published_from": _folder_key, "generated_dir": _folder_key, "logs_dir": _folder_key, "book_root": _folder_key,
     "toy_families": _check_toy_families, "toy_set": _check_toy_set, "toy_seeds": _check_toy_seeds,
+    "null_pr_draws": _check_null_pr_draws,
     "real_panels": _check_panels, "panels": _check_panels, "probe": _check_probe, "probe_panel": _check_probe_panel,
     "device": _check_device, "refine": _check_refine, "model_notebook": _check_model_notebook,
     "published_models": _published_models, "notebooks": _check_notebooks, "skip_missing_notebooks": _flag,

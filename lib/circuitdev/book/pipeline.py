@@ -261,8 +261,24 @@ class Pipeline:
         return [self.toy_done(name), *self.refines(name)]
 
     # --- probing -----------------------------------------------------------------------------------------------
+    @property
+    def null_pr_draws(self) -> int:
+        """The PR null's random batches per toy revision (config `null_pr_draws`; rule null_pr_toy's --draws)."""
+        from circuitdev.sources.null_pr import DEFAULT_DRAWS
+
+        return int(self.config.get("null_pr_draws", DEFAULT_DRAWS))
+
+    @property
+    def null_job_draws(self) -> int:
+        """Rule null_pr_toy's --draws: the probes' (which it then reads), else the null job's own default."""
+        from circuitdev.sources.null_pr import DEFAULT_DRAWS
+
+        return self.null_pr_draws or DEFAULT_DRAWS
+
     def probe_fields(self, name: str) -> dict[str, Any]:
         fields = dict(self.config.get("probe") or {})
+        if name in self.toy_panels and self.null_pr_draws:  # the PR null in the probe's load (rule null_pr_toy)
+            fields["null_pr_draws"] = self.null_pr_draws
         fields.update((self.config.get("probe_panel") or {}).get(name) or {})
         if self.config.get("device") not in (None, "auto"):
             fields["device"] = self.config["device"]

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from circuitdev.errors import ConfigError
 from circuitdev.schema import BOS_THRESHOLD, CLASS_THRESHOLD, INDUCTION_THRESHOLD, PREV_TOKEN_THRESHOLD
 
-# Fields that change how fast a run goes, never what it computes: left out of the hash.
-_NOT_HASHED = {"batch_size", "device"}
+# Fields that change how fast a run goes, never what it computes: left out of the hash. The PR null's draws are a
+# by-product kept beside the record for `null-pr` (which computes them itself where a record has none): the
+# per-head numbers are the same with or without them.
+_NOT_HASHED = {"batch_size", "device", "null_pr_draws", "null_pr_seed"}
 # Fields added after records were stored: left out of the hash while they hold this value, so every record probed
 # before the field existed keeps its hash (add new result-changing fields here with their neutral default).
 _HASH_NEUTRAL = {"first_token_id": None, "n_boot": 0}
@@ -53,6 +55,11 @@ class ProbeConfig:
     # (sel_<class>_lo / _hi) and a replicate file beside the record; 0 turns it off (and keeps the pre-bootstrap hash)
     n_boot: int = 200
     boot_seed: int = 0  # numpy.random.default_rng seed of the resamples (irrelevant, and not hashed, when n_boot = 0)
+    # --- the PR null over training (sources.null_pr), measured in the probe's load: random-id batches of n_pr
+    # sequences each, draw d drawn with RandomState(null_pr_seed + d); 0 leaves it to `circuitdev null-pr` (not
+    # hashed: a by-product, the record's own numbers do not change)
+    null_pr_draws: int = 0
+    null_pr_seed: int = 2026  # the authors' RandomState seed of the null batch
     # --- execution (not hashed)
     batch_size: int = 8
     device: str | None = None
@@ -62,9 +69,9 @@ class ProbeConfig:
         for name in ("class_threshold", "induction_threshold", "prev_token_threshold", "bos_threshold"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be a positive selectivity ratio (e.g. 30.0), got {getattr(self, name)!r}")
-        if self.n_prefix < 0 or self.n_nulls < 0 or self.n_boot < 0:
-            raise ConfigError(f"n_prefix, n_nulls and n_boot must be >= 0, got {self.n_prefix}, {self.n_nulls}, "
-                              f"{self.n_boot}")
+        if self.n_prefix < 0 or self.n_nulls < 0 or self.n_boot < 0 or self.null_pr_draws < 0:
+            raise ConfigError(f"n_prefix, n_nulls, n_boot and null_pr_draws must be >= 0, got {self.n_prefix}, "
+                              f"{self.n_nulls}, {self.n_boot}, {self.null_pr_draws}")
         if self.n < 1 or self.n_pr < 1:
             raise ConfigError(f"n and n_pr must be >= 1, got n={self.n}, n_pr={self.n_pr}")
         first = self.first_token_id

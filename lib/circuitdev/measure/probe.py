@@ -3,12 +3,15 @@
 `probe_model` returns a `ProbeResult`: the per-head table and, beside it, what is not one value per head (the
 bootstrap replicates, the null draws, the revision's behaviour -- top-1 and loss at B, ICL score, first-position
 norms, from the same forward passes (`measure.behaviour`) -- and timings). This is what `circuitdev probe` stores
-per (panel, revision, configuration). Ablations and the PR null are separate calls (they need other forward passes).
+per (panel, revision, configuration). With `null_pr_draws`, the PR null's random batches go through the same
+loaded model too (`null_prs`, as `circuitdev null-pr` runs them: sdpa, the same chunks), so the null job reads them
+instead of loading every revision again. Ablations are separate calls (`measure.ablation`).
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +40,7 @@ class ProbeResult:
     replicates: np.ndarray | None = None  # (B, 6, L, H) bootstrap replicates, classes in HEAD_CLASSES order
     nulls: np.ndarray | None = None  # (n_nulls, L, H) null induction selectivities (method reference §3)
     behaviour: Behaviour | None = None  # top-1, loss at B, ICL score with intervals, per-stream norms
+    null_pr: np.ndarray | None = None  # (null_pr_draws, L, H) each head's PR on random ids (`null_prs`)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
     @property
@@ -167,9 +171,28 @@ def probe_model(model: torch.nn.Module, config: ProbeConfig | None = None, *, pr
                                  norm_pos0=cap.norm_pos0.numpy(), norm_median=cap.norm_median.numpy())
         summary = summarise(seqs, n_boot=config.n_boot, boot_seed=config.boot_seed)
         timings["behaviour_s"] = time.perf_counter() - t4
+    null_pr_draws = None
+    if config.null_pr_draws:
+        t5 = time.perf_counter()
+        with attention_implementation(model, "sdpa"):  # no probabilities are read: as `circuitdev null-pr` loads it
+            null_pr_draws = null_prs(model, config, n=config.n_pr, first_token=config.first_token_id,
+                                     seeds=[config.null_pr_seed + d for d in range(config.null_pr_draws)])
+        timings["null_pr_s"] = time.perf_counter() - t5
     timings["total_s"] = time.perf_counter() - t0
     return ProbeResult(table, family=layout.family.name, n_valid=int(batch.valid.sum()), replicates=replicates,
-                       nulls=nulls, behaviour=summary, timings=timings)
+                       nulls=nulls, behaviour=summary, timings=timings, null_pr=null_pr_draws)
+
+
+@contextmanager
+def attention_implementation(model: torch.nn.Module, implementation: str):
+    """The model's attention implementation switched for the block (transformers' `set_attn_implementation`: every
+    attention module reads it at each forward), then switched back."""
+    before = model.config._attn_implementation
+    model.set_attn_implementation(implementation)
+    try:
+        yield model
+    finally:
+        model.set_attn_implementation(before)
 
 
 def null_pr(model: torch.nn.Module, config: ProbeConfig | None = None, *, n: int = 2000, seed: int = 2026,

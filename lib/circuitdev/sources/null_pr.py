@@ -8,6 +8,11 @@ length (`n`: the records' n_pr, the sequences their PR averages over, so that bo
 holding the records' first token where they set one (the toy panels' BOS; `measure.probe.null_pr`). One checkpoint
 is in memory at a time, and all draws of a revision go through the same forwards (`measure.probe.null_prs`).
 
+A record probed with `null_pr_draws` (the pipeline's toy probes: config `null_pr_draws`) carries these draws already,
+measured in the probe's own load with the same code (<revision>.null_pr.parquet, `sources.store`): a revision whose
+record holds them with this run's settings is read, not loaded again -- the same numbers (tested), at the cost of
+reading a file. The others are computed here.
+
 File: <results>/<panel>/null_pr.parquet, one row per (revision, draw, layer, head): NULL_PR_COLUMNS, and its sidecar
 null_pr.json (FORMAT): the settings, the records' config hash, per revision the identity of what was measured (the
 record's parquet sha256 and its weights' identity, as `sources.ablate` keeps it) and the parquet's sha256.
@@ -35,7 +40,7 @@ from circuitdev.sources.records import PanelRecords
 FORMAT = "circuitdev.null_pr/1"
 STEM = "null_pr"
 DEFAULT_DRAWS = 5  # random batches per revision: a per-head null distribution, not one value
-DEFAULT_SEED = 2026  # the authors' RandomState seed of the null batch
+DEFAULT_SEED = ProbeConfig.null_pr_seed  # the authors' RandomState seed of the null batch (2026)
 NULL_PR_COLUMNS: dict[str, str] = {
     "revision": "revision name",
     "draw": "random batch d, drawn with RandomState(seed + d)",
@@ -112,14 +117,43 @@ def null_pr_over_training(panel: Panel, *, results_dir: str | os.PathLike | None
     header = {"format": FORMAT, "panel": panel.name, "config_hash": read.config_hash, "n_draws": n_draws, "n": n,
               "seed": seed, "seq_len": cfg.seq_len, "first_token": cfg.first_token_id, "ids": "uniform [0, vocab)"}
     tokens = {rev: int(meta["tokens"]) for rev, meta in read.sidecars.items()}
+    wanted = {"n_draws": n_draws, "n": n, "seed": seed, "seq_len": cfg.seq_len, "first_token": cfg.first_token_id}
+
+    def evaluate(rev: str) -> pd.DataFrame:
+        measured = _measured_in_probe(root, panel.name, rev, read.sidecars[rev], wanted)
+        return measured if measured is not None else _evaluate_revision(panel, rev, cfg, n=n, n_draws=n_draws,
+                                                                         seed=seed)
+
     run = run_panel_table(
         null_pr_paths(root, panel.name), header=header, sidecars=read.sidecars, columns=_DTYPES,
-        evaluate=lambda rev: _evaluate_revision(panel, rev, cfg, n=n, n_draws=n_draws, seed=seed),
+        evaluate=evaluate,
         revisions=revisions, extra=lambda done: {"tokens": {r: tokens[r] for r in done}}, force=force,
         progress=progress, desc=f"null PR {panel.name}")
     say(f"{panel.name}: null PR of {len(run.computed)} revision(s) computed, {len(run.kept)} kept -> "
         f"{run.paths.parquet}")
     return run
+
+
+def _measured_in_probe(root: Path, panel: str, revision: str, sidecar: dict, wanted: dict) -> pd.DataFrame | None:
+    """NULL_PR_COLUMNS rows of a revision from its record's PR-null file, when the record holds one drawn with the
+    `wanted` settings (n_draws, n, seed, seq_len, first_token) and the file is the one its sidecar vouches for;
+    else None."""
+    import hashlib
+
+    from circuitdev.sources.store import read_parquet, record_paths
+
+    block = sidecar.get("null_pr") or {}
+    if {k: block.get(k) for k in wanted} != wanted:
+        return None
+    path = record_paths(root, panel, revision).side("null_pr")
+    try:
+        if hashlib.sha256(path.read_bytes()).hexdigest() != block.get("sha256"):
+            return None
+    except OSError:
+        return None
+    rows = read_parquet(path)
+    rows.insert(0, "revision", revision)
+    return rows[list(NULL_PR_COLUMNS)]
 
 
 def _evaluate_revision(panel: Panel, revision: str, cfg: ProbeConfig, *, n: int, n_draws: int,

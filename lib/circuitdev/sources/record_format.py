@@ -84,6 +84,8 @@ STORE_COLUMNS = ("panel", "revision", "step", "tokens", "tokens_b", "source", "c
 BOOT_COLUMNS = ("replicate", "layer", "head", *SEL_COLUMNS)  # the replicate file, sorted by (replicate, layer, head)
 NULL_COLUMNS = ("draw", "layer", "head", "sel_null_induction")  # the null file, sorted by (draw, layer, head)
 BEHAVIOUR_BOOT_COLUMNS = ("replicate", "top1", "loss_b", "icl_score")  # the behaviour's replicate file
+# the PR null measured in the probe's load (null_pr_draws > 0): each head's PR on random batch `draw`
+NULL_PR_DRAW_COLUMNS = ("draw", "layer", "head", "null_pr")
 REQUIRED_PROBE_COLUMNS = ("layer", "head", *SEL_COLUMNS, "best_class", "classification", "pr")
 
 
@@ -174,6 +176,12 @@ def null_table(nulls, table: pd.DataFrame) -> pd.DataFrame:
     """The stored form of null induction selectivities (n_nulls, L, H): one row per (draw, layer, head), columns
     NULL_COLUMNS."""
     return _per_head(nulls, len(table), "null draws", "draw", NULL_COLUMNS[3:])
+
+
+def null_pr_table(draws, table: pd.DataFrame) -> pd.DataFrame:
+    """The stored form of the PR null's draws (null_pr_draws, L, H): one row per (draw, layer, head), columns
+    NULL_PR_DRAW_COLUMNS (`sources.null_pr` reads them instead of loading the revision again)."""
+    return _per_head(draws, len(table), "PR null draws", "draw", NULL_PR_DRAW_COLUMNS[3:])
 
 
 def behaviour_boot_table(replicates) -> pd.DataFrame:

@@ -148,7 +148,8 @@ def _probe_and_write(root: Path, panel: Panel, rev, cfg: ProbeConfig, *, progres
         "host": platform.node(),
     }
     paths = write_record(root, panel, rev, result.table, config=cfg, meta=meta, replicates=result.replicates,
-                         nulls=result.nulls, weights=weights, behaviour=getattr(result, "behaviour", None))
+                         nulls=result.nulls, weights=weights, behaviour=getattr(result, "behaviour", None),
+                         null_pr=getattr(result, "null_pr", None))
     return paths, time.perf_counter() - t0
 
 

@@ -12,6 +12,8 @@ Layout (DIR defaults to `<data>/results`, i.e. `data/results` of the repository)
     DIR/<panel>/<revision>.nulls.parquet the null induction selectivities (n_nulls > 0): NULL_COLUMNS
     DIR/<panel>/<revision>.behaviour.parquet  the behaviour's bootstrap replicates (n_boot > 0):
                                          BEHAVIOUR_BOOT_COLUMNS, one row per resample (the selectivities' draws)
+    DIR/<panel>/<revision>.null_pr.parquet   the PR null measured in the same load (null_pr_draws > 0):
+                                         NULL_PR_DRAW_COLUMNS; its sidecar block says with which draws, n and seed
     DIR/<panel>/by-config/<hash>/...     records of other configurations, kept when a different one is asked for
     DIR/<panel>/refined.yaml             revisions added by `circuitdev refine` (sources.refined)
     DIR/<panel>/ablation_over_training.parquet (+ .json)  the final circuit ablated at every revision
@@ -71,14 +73,15 @@ from circuitdev.errors import DataError
 from circuitdev.locks import folder_lock
 from circuitdev.sources.panels import Panel
 from circuitdev.sources.revision import Revision
-from circuitdev.sources.record_format import (FORMAT, LEGACY_COLUMNS, READABLE_FORMATS, behaviour_boot_table, boot_table, null_table,
-                                             outdated_reason, record_table)
+from circuitdev.sources.record_format import (FORMAT, LEGACY_COLUMNS, READABLE_FORMATS, behaviour_boot_table,
+                                             boot_table, null_pr_table, null_table, outdated_reason, record_table)
 from circuitdev.sources.weights import weights_differ
 
 ARCHIVE = "by-config"
 
 # The files of a record beside its parquet: sidecar key -> file suffix. The sidecar lists each one it vouches for.
-SIDE_FILES = {"boot": ".boot.parquet", "nulls": ".nulls.parquet", "behaviour_boot": ".behaviour.parquet"}
+SIDE_FILES = {"boot": ".boot.parquet", "nulls": ".nulls.parquet", "behaviour_boot": ".behaviour.parquet",
+              "null_pr": ".null_pr.parquet"}
 
 RecordState = Literal["complete", "missing", "corrupt", "stale"]
 
@@ -244,14 +247,16 @@ def write_record(
     nulls=None,
     weights: dict | None = None,
     behaviour=None,
+    null_pr=None,
 ) -> RecordPaths:
     """Store one probe table: parquet first, then the bootstrap `replicates` (B, 6, L, H), the `nulls` draws
-    (n_nulls, L, H) and the `behaviour`'s replicates (a `measure.behaviour.Behaviour`) if given, the sidecar (with
-    the sha256 and rows of each, the `weights` identity and the behaviour block) last."""
+    (n_nulls, L, H), the `behaviour`'s replicates (a `measure.behaviour.Behaviour`) and the PR null's draws
+    `null_pr` (null_pr_draws, L, H; measured with config's n_pr, null_pr_seed, seq_len, first_token_id) if given, the
+    sidecar (with the sha256 and rows of each, the `weights` identity and the behaviour block) last."""
     paths = record_paths(results_dir, panel.name, revision.name)
     with panel_lock(results_dir, panel.name):
         return _write_record(paths, panel, revision, table, config=config, meta=meta, replicates=replicates,
-                             nulls=nulls, weights=weights, behaviour=behaviour)
+                             nulls=nulls, weights=weights, behaviour=behaviour, null_pr=null_pr)
 
 
 def panel_lock(results_dir: str | os.PathLike, panel: str):
@@ -300,7 +305,7 @@ def _archive_existing(paths: RecordPaths, panel: Panel, config_hash: str, weight
 
 
 def _write_record(paths: RecordPaths, panel: Panel, revision: Revision, table: pd.DataFrame, *, config, meta,
-                  replicates, nulls, weights, behaviour) -> RecordPaths:
+                  replicates, nulls, weights, behaviour, null_pr=None) -> RecordPaths:
     stored = record_table(table, panel, revision, config.config_hash())
     data = parquet_bytes(stored)
     _archive_existing(paths, panel, config.config_hash(), weights)  # never replace another run's record
@@ -312,7 +317,8 @@ def _write_record(paths: RecordPaths, panel: Panel, revision: Revision, table: p
     for key, values, to_table, count in (("boot", replicates, boot_table, "n_boot"),
                                          ("nulls", nulls, null_table, "n_nulls"),
                                          ("behaviour_boot", behaviour_reps, lambda v, _: behaviour_boot_table(v),
-                                          "n_boot")):
+                                          "n_boot"),
+                                         ("null_pr", null_pr, null_pr_table, "n_draws")):
         if values is None:
             paths.side(key).unlink(missing_ok=True)  # a side file of an earlier run belongs to no record now
             continue
@@ -321,6 +327,8 @@ def _write_record(paths: RecordPaths, panel: Panel, revision: Revision, table: p
         write_atomic(paths.side(key), blob)
         sides[key] = {"file": paths.side(key).name, "sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob),
                       "rows": len(rows), count: int(len(values))}
+        if key == "null_pr":  # what `sources.null_pr` must ask for to use them
+            sides[key].update(null_pr_settings(config))
     sidecar = {
         "format": FORMAT,
         "panel": panel.name,
@@ -348,6 +356,12 @@ def _write_record(paths: RecordPaths, panel: Panel, revision: Revision, table: p
     }
     write_atomic(paths.sidecar, json.dumps(sidecar, indent=2, sort_keys=False, default=_json_default) + "\n")
     return paths
+
+
+def null_pr_settings(config) -> dict:
+    """How a probe of `config` draws the PR null (besides the draws): the settings `sources.null_pr` matches."""
+    return {"n": int(config.n_pr), "seed": int(config.null_pr_seed), "seq_len": int(config.seq_len),
+            "first_token": config.first_token_id}
 
 
 def _json_default(value):

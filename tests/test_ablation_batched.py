@@ -285,6 +285,42 @@ def test_ablation_over_training_rows_equal_the_one_at_a_time_path(make_tiny_pane
     assert "excess_drop_lo" in printed and "0 computed, 2 kept" in printed
 
 
+def test_the_final_revisions_conditions_are_stored_for_the_model_page(make_tiny_panel, tmp_path):
+    """`ablate_over_training` keeps the final revision's conditions one by one (whole layers too), from the forwards
+    of its row; the model page reads them cut to its groups: the rows of `ablate_final_circuit`, which loads the
+    checkpoint (eager there, sdpa here: top-1 equal, loss within 1e-5). Another threshold, more groups than stored,
+    mean ablation, or a re-probed final record: not these rows (None: the page computes them)."""
+    from circuitdev.book.model_ablation import final_ablation
+    from circuitdev.sources.ablate import ablate_over_training, read_final_ablation
+    from circuitdev.sources.panels import load_panel
+    from circuitdev.sources.records import PanelRecords
+    from circuitdev.sources.run import ablate_final_circuit, probe_panel
+
+    path = make_tiny_panel("olmo", revisions=2)
+    panel, out = load_panel(path), tmp_path / "out"
+    probe_panel(panel, results_dir=out, progress=False)
+    read = PanelRecords(out, panel.name, panel).read()
+    threshold = float(read.table.query("revision == 'step1'")["sel_induction"].nlargest(2).iloc[-1])
+    ablate_over_training(panel, results_dir=out, n_random=4, threshold=threshold, progress=False)
+    stored = read_final_ablation(out, read, threshold=threshold, groups=3)
+    live, _ = ablate_final_circuit(panel, read.table, config=read.config, threshold=threshold, groups=3)
+    assert list(stored["condition"]) == list(live["condition"]) and list(stored["heads"]) == list(live["heads"])
+    assert stored["spec"].tolist() == live["spec"].tolist() and "upper_bound" in set(stored["condition"])
+    pd.testing.assert_series_equal(stored["acc_top1"], live["acc_top1"])
+    np.testing.assert_allclose(stored["loss"], live["loss"], rtol=0, atol=1e-5)
+    page, why = final_ablation(panel, read.table, config=read.config, threshold=threshold, groups=3, results_dir=out)
+    assert why == "" and page["acc_top1"].tolist() == stored["acc_top1"].tolist()
+    assert read_final_ablation(out, read, threshold=threshold * 1.01, groups=3) is None
+    assert read_final_ablation(out, read, threshold=threshold, groups=5) is None
+    assert read_final_ablation(out, read, threshold=threshold, groups=3, mode="mean") is None
+    from tiny_models import tiny_model
+
+    tiny_model("olmo", seed=99).save_pretrained(panel.revision_path("step1"))  # the final checkpoint retrained
+    probe_panel(panel, results_dir=out, revisions=["step1"], progress=False)
+    again = PanelRecords(out, panel.name, panel).read()
+    assert read_final_ablation(out, again, threshold=threshold, groups=3) is None
+
+
 def _spec_of(names):
     spec = {}
     for name in names:

@@ -49,22 +49,38 @@ def in_words(label: str) -> str:
 
 def final_ablation(panel, table: pd.DataFrame, *, config: dict | None = None, threshold: float = INDUCTION_THRESHOLD,
                    groups: int = 5, seed: int = MATCHED_RANDOM_SEED, mode: str = "zero",
-                   batch_size: int | None = None,
-                   device: str | None = None) -> tuple[pd.DataFrame | None, str]:
+                   batch_size: int | None = None, device: str | None = None,
+                   results_dir=None) -> tuple[pd.DataFrame | None, str]:
     """Zero- (or mean-) ablate the final-revision induction circuit (sel_induction >= threshold in `table`, the
     panel's developmental table) on the records' own batch (`config`: their ProbeConfig fields), beside its own
     controls: `sources.run.ablate_final_circuit`, the conditions `circuitdev ablate` prints (up to `groups`
     distinct matched random groups, as many random groups from any layer outside the circuit -- not neutral: they
     can hold previous-token heads -- and the circuit's whole layers). One checkpoint load: cheap for toy and folder
-    panels, a GPU job for the 1B models. Returns (ABLATION_TABLE_COLUMNS, "") or (None, why)."""
+    panels, a GPU job for the 1B models. With `results_dir`: the rows `circuitdev ablate --over-training` stored
+    for the final revision when they are these (`sources.ablate.read_final_ablation`: the same conditions from the
+    same batch), without loading anything. Returns (ABLATION_TABLE_COLUMNS, "") or (None, why)."""
     from circuitdev.analysis.uncertainty import binomial_intervals
     from circuitdev.sources.run import ablate_final_circuit
 
-    out, why = ablate_final_circuit(panel, table, config=config, threshold=threshold, groups=groups, seed=seed,
-                                    mode=mode, batch_size=batch_size, device=device)
+    out = _stored_final(panel, results_dir, threshold=threshold, groups=groups, mode=mode, seed=seed)
+    why = ""
+    if out is None:
+        out, why = ablate_final_circuit(panel, table, config=config, threshold=threshold, groups=groups, seed=seed,
+                                        mode=mode, batch_size=batch_size, device=device)
     if out is None:
         return None, why
     return binomial_intervals(out.reindex(columns=ABLATION_TABLE_COLUMNS), "acc_top1", "n"), ""
+
+
+def _stored_final(panel, results_dir, **asked) -> pd.DataFrame | None:
+    """The final revision's stored conditions (`read_final_ablation`) of the panel's records, or None."""
+    if results_dir is None or panel is None:
+        return None
+    from circuitdev.sources.ablate import read_final_ablation
+    from circuitdev.sources.records import PanelRecords
+
+    read = PanelRecords(results_dir, panel.name, panel).read(on_missing="skip")
+    return read_final_ablation(results_dir, read, **asked) if len(read.table) else None
 
 
 def published_ablation(published, model: str, *, task: str = "induction") -> pd.DataFrame:

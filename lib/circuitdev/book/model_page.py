@@ -133,7 +133,8 @@ class ModelPage:
         if self.panel is None:
             return None, f"the panel file of `{self.name}` is not available here"
         return final_ablation(self.panel, tier.table, config=tier.probe_configs.get(self.name), threshold=threshold,
-                              groups=groups, mode=mode, batch_size=batch_size, device=device)
+                              groups=groups, mode=mode, batch_size=batch_size, device=device,
+                              results_dir=self.results_dir)
 
     def greater_than(self) -> tuple[pd.DataFrame | None, str]:
         """The authors' greater-than ablation of this model (`model_ablation.greater_than`), or (None, why)."""

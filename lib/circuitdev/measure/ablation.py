@@ -339,11 +339,18 @@ def ablation_suite(
     cc = circuit_conditions(spec, n_layers=layout.n_layers, n_heads=layout.n_heads, n_groups=n_groups, seed=seed,
                             label=label)
     means = head_means(model, batch, layout=layout, batch_size=batch_size) if mode == "mean" else None
-    outcomes = iter(condition_outcomes(model, batch, [c.spec for c in cc.measured()], mode=mode, means=means,
-                                       layout=layout, batch_size=batch_size))
+    outcomes = condition_outcomes(model, batch, [c.spec for c in cc.measured()], mode=mode, means=means,
+                                  layout=layout, batch_size=batch_size)
+    return suite_table(cc, outcomes, mode=mode, n=batch.n)
+
+
+def suite_table(cc: CircuitConditions, outcomes: list[QueryOutcomes], *, mode: AblationMode, n: int) -> pd.DataFrame:
+    """ABLATION_SUITE_COLUMNS, one row per condition of `cc`, from the outcomes of its measured conditions (in
+    `cc.measured()` order; a control that cannot be drawn: no scores, its note)."""
+    scored = iter(outcomes)
     rows = [{"condition": c.condition, "label": c.label, "drawn_for": c.drawn_for, "seed": c.seed,
              "n_ablated": n_heads_in(c.spec or {}), "heads": " ".join(spec_labels(c.spec)), "spec": c.spec or {},
-             "mode": mode, "n": batch.n, **(outcome_metrics(next(outcomes)) if c.spec is not None else {}),
+             "mode": mode, "n": n, **(outcome_metrics(next(scored)) if c.spec is not None else {}),
              "note": c.note} for c in cc.conditions]
     out = pd.DataFrame(rows).reindex(columns=ABLATION_SUITE_COLUMNS)
     out["seed"] = out["seed"].astype("Int64")

@@ -25,6 +25,10 @@ job runner `null-pr` shares), so an interrupted run resumes; rows are recomputed
 configuration or their revision's record changed. The conditions are `measure.ablation.circuit_conditions`' (the
 controls `circuitdev ablate` and the model pages report), all of a revision in the same batched forwards.
 
+Beside it, <results>/<panel>/final_ablation.parquet (+ .json, FINAL_FORMAT): the final revision's conditions one row
+each (`measure.ablation.ablation_suite`'s columns, the whole layers included), from the same forwards as its row --
+the model page's table (`read_final_ablation`), which then loads nothing.
+
 Intervals: Wilson (`behaviour.wilson_interval`, n = the batch's N) for ablated_top1; for a control's mean top-1 a t
 interval over its groups (`control_interval`: the spread between groups, which dominates), min / max beside it.
 "Necessary" is judged against a control, not against no ablation: excess_drop = top1_drop minus the control's mean
@@ -46,13 +50,16 @@ from circuitdev.errors import ConfigError
 from circuitdev.measure.classify import heads_of, is_class, spec_labels
 from circuitdev.measure.config import ProbeConfig
 from circuitdev.paths import results_dir as default_results_dir
+from circuitdev.schema import MATCHED_RANDOM_SEED
 from circuitdev.sources.panel_table import (PanelTablePaths, PanelTableRun, panel_table_paths, read_panel_table,
-                                            record_identity, records_config, run_panel_table)
+                                            record_identity, records_config, run_panel_table, write_panel_table)
 from circuitdev.sources.panels import Panel
 from circuitdev.sources.records import PanelRecords, RecordSet
 
 FORMAT = "circuitdev.ablation_over_training/2"  # /2: excess_drop, intervals over groups
 STEM = "ablation_over_training"
+FINAL_FORMAT = "circuitdev.final_ablation/1"  # the final revision's conditions, one row each (the model page's)
+FINAL_STEM = "final_ablation"
 DEFAULT_RANDOM_GROUPS = 10  # matched random groups per revision (fewer when fewer distinct ones exist)
 
 CONTROLS = {"random": "layer", "random_any": "any"}  # column prefix -> matched_random_groups scope
@@ -182,10 +189,66 @@ def ablate_over_training(panel: Panel, *, results_dir: str | os.PathLike | None 
     elif cc.note:
         say(f"{panel.name}: matched random groups of {cc.matched.n_heads} head(s), not "
             f"{sum(len(h) for h in spec.values())}: {cc.note} (random_any draws them from any layer)")
-    return run_panel_table(
+    # the final revision's conditions one by one, with the whole layers too: the model page's table (`read_final_
+    # ablation`), from the same forwards as the final revision's row
+    final_cc = circuit_conditions(spec, n_layers=n_layers, n_heads=n_heads, n_groups=n_random,
+                                  label=f"induction circuit (≥ {threshold:g}×)")
+    final_header = {"format": FINAL_FORMAT, "panel": panel.name, "config_hash": read.config_hash,
+                    "threshold": threshold, "final_revision": final, "circuit": spec_labels(spec),
+                    "n_groups": n_random, "seed": MATCHED_RANDOM_SEED, "mode": "zero",
+                    "record": record_identity(read.sidecars.get(final))}
+    final_paths = panel_table_paths(root, panel.name, FINAL_STEM)
+    stored = None if force else read_panel_table(final_paths, fmt=FINAL_FORMAT, panel=panel.name)
+    suite_due = [bool(spec) and (stored is None or {k: stored[1].get(k) for k in final_header} != final_header)]
+
+    def evaluate(rev: str) -> pd.DataFrame:
+        suite = final_cc if rev == final and suite_due[0] else None
+        row, table = _evaluate_revision(panel, rev, batch, cfg, spec, controls, excess, suite=suite)
+        if table is not None:
+            write_panel_table(final_paths, _storable(table), final_header)
+            suite_due[0] = False
+        return pd.DataFrame([row])
+
+    run = run_panel_table(
         ablation_paths(root, panel.name), header=header, sidecars=read.sidecars, columns=_DTYPES,
-        evaluate=lambda rev: pd.DataFrame([_evaluate_revision(panel, rev, batch, cfg, spec, controls, excess)]),
-        force=force, progress=progress, desc=f"ablate {panel.name}")
+        evaluate=evaluate, force=force, progress=progress, desc=f"ablate {panel.name}")
+    if suite_due[0]:  # every row was kept, the final table was not: the final revision once more
+        evaluate(final)
+    return run
+
+
+def read_final_ablation(results_dir: str | os.PathLike, read: RecordSet, *, threshold: float, groups: int,
+                        mode: str = "zero", seed: int = MATCHED_RANDOM_SEED) -> pd.DataFrame | None:
+    """The final revision's conditions as `ablate_over_training` stored them (ABLATION_SUITE_COLUMNS, the rows
+    `measure.ablation.ablation_suite` gives), cut to the first `groups` groups of each control -- the groups are
+    drawn one seed after another, so they are the ones `groups` would draw -- when they are what is asked for:
+    these records (configuration, final revision, its record), this threshold, zero ablation, seed, at least
+    `groups` groups stored. Else None (compute them)."""
+    import json
+
+    found = read_panel_table(panel_table_paths(results_dir, read.panel, FINAL_STEM), fmt=FINAL_FORMAT,
+                             panel=read.panel)
+    if found is None or mode != "zero":
+        return None
+    table, meta = found
+    final, spec = final_induction_spec(read.table, threshold)
+    current = {"config_hash": read.config_hash, "threshold": float(threshold), "final_revision": final,
+               "circuit": spec_labels(spec), "seed": seed, "record": record_identity(read.sidecars.get(final))}
+    if {k: meta.get(k) for k in current} != current or meta.get("n_groups", 0) < groups:
+        return None
+    control = table["condition"].isin(["matched_random", "random_any"])
+    nth = table.groupby("condition").cumcount()
+    out = table[~control | (nth < groups)].reset_index(drop=True)
+    out["spec"] = [{int(k): v for k, v in json.loads(text).items()} for text in out["spec"]]
+    out["seed"] = out["seed"].astype("Int64")
+    return out
+
+
+def _storable(suite: pd.DataFrame) -> pd.DataFrame:
+    """A suite table for parquet: its head sets as JSON text."""
+    import json
+
+    return suite.assign(spec=[json.dumps({str(k): list(v) for k, v in spec.items()}) for spec in suite["spec"]])
 
 
 def control_interval(ks: np.ndarray, n: int, possible: int | None, level: float = 0.95) -> tuple[float, float]:
@@ -238,18 +301,23 @@ def excess_interval(control: float, control_lo: float, control_hi: float, circui
 
 
 def _evaluate_revision(panel: Panel, revision: str, batch, cfg: ProbeConfig, spec, controls: dict,
-                       excess: str | None) -> dict:
+                       excess: str | None, *, suite=None) -> tuple[dict, pd.DataFrame | None]:
     """One row of ABLATION_COLUMNS: one load; the baseline, the circuit and every control group in the same
-    batched forwards (`measure.ablation.condition_outcomes`)."""
-    from circuitdev.measure.ablation import condition_outcomes
+    batched forwards (`measure.ablation.condition_outcomes`). With `suite` (the final revision's
+    CircuitConditions: these conditions, then the whole layers), also its table (`measure.ablation.suite_table`)
+    from the same forwards; else None."""
+    from circuitdev.measure.ablation import condition_outcomes, suite_table
     from circuitdev.measure.behaviour import wilson_interval
     from circuitdev.sources.loading import loaded_revision, resolve_device
 
     specs = [{}, *([spec] if spec else []), *(g for p in CONTROLS if p in controls for _, g in controls[p].groups)]
+    extra = [c.spec for c in suite.measured()][len(specs):] if suite is not None else []
     # sdpa: no attention probabilities are read here, and it is 10-25% faster than eager on the toy panels
     with loaded_revision(panel, revision, dtype=cfg.dtype, device=resolve_device(cfg.device),
                          progress=False, attn_implementation="sdpa") as model:
-        outcomes = condition_outcomes(model, batch, specs, batch_size=cfg.batch_size)
+        every = condition_outcomes(model, batch, specs + extra, batch_size=cfg.batch_size)
+    table = suite_table(suite, every, mode="zero", n=batch.n) if suite is not None else None
+    outcomes = every[:len(specs)]
     scored = [(int(o.correct.sum()), float(o.loss.double().mean())) for o in outcomes]
     n, nan = batch.n, float("nan")
     (k0, loss0), rest = scored[0], scored[1:]
@@ -273,4 +341,4 @@ def _evaluate_revision(panel: Panel, revision: str, batch, cfg: ProbeConfig, spe
     row.update(dict(zip(("excess_drop", "excess_drop_lo", "excess_drop_hi"), excess_interval(
         row[f"{excess}_top1"], row[f"{excess}_top1_lo"], row[f"{excess}_top1_hi"], row["ablated_top1"],
         row["ablated_top1_lo"], row["ablated_top1_hi"]) if excess else (nan, nan, nan))))
-    return row
+    return row, table

@@ -17,7 +17,8 @@ Layout (DIR defaults to `<data>/results`, i.e. `data/results` of the repository)
     DIR/<panel>/by-config/<hash>/...     records of other configurations, kept when a different one is asked for
     DIR/<panel>/refined.yaml             revisions added by `circuitdev refine` (sources.refined)
     DIR/<panel>/ablation_over_training.parquet (+ .json)  the final circuit ablated at every revision
-                                         (sources.ablate; not a record: one table per panel)
+                                         (sources.ablate; not a record: one table per panel), and
+                                         final_ablation.parquet (+ .json): its final revision's conditions
 
 The sidecar's "behaviour" block and what each record format holds: `sources.record_format`, which also names the
 columns of every file (RECORD_COLUMNS, BOOT_COLUMNS, NULL_COLUMNS, BEHAVIOUR_BOOT_COLUMNS) and builds them from a

@@ -4,7 +4,10 @@ Reads the log Snakemake writes for every run (.snakemake/log/<time>.snakemake.lo
 runs a build first (`--run`: `make book` with the given make arguments, then reads that build's log). Prints, per
 rule, the jobs, their job-seconds (the sum of each job's start-to-finish time: on two cores two jobs run at once, so
 the sum can exceed the wall time), the shortest and longest job, then `ablate_toy` and `null_pr_toy` as ratios to
-`probe_toy` (in all, and per toy panel) -- the issue's targets are <= 2x and <= 0.5x.
+`probe_toy` (in all, and per toy panel) -- the issue's targets are <= 2x and <= 0.5x -- and how long 0, 1, 2, ...
+jobs ran at once (on two cores, the time with fewer than two is the critical path's idle core). Since the toy
+probes measure the PR null in their own load (config `null_pr_draws`), `probe_toy` includes it and `null_pr_toy`
+reads it; the records' timings (`null_pr_s`) say how much of a probe it is.
 
     .venv/bin/python bench/pipeline.py                          # the newest log under .snakemake/log/
     .venv/bin/python bench/pipeline.py path/to/x.snakemake.log  # a given log
@@ -121,11 +124,26 @@ def ratios(build: Build) -> dict[str, dict[str, float]]:
     return out
 
 
+def occupancy(build: Build) -> dict[int, float]:
+    """Seconds of the build (first start to last finish) during which k jobs ran, per k: on two cores, the seconds
+    with fewer than two are where the critical path left a core idle (a serial tail, a job waiting on another)."""
+    events = sorted([(j.start, 1) for j in build.finished()] + [(j.end, -1) for j in build.finished()],
+                    key=lambda e: (e[0], e[1]))
+    out: dict[int, float] = {}
+    running, last = 0, None
+    for at, step in events:
+        if last is not None and at > last:
+            out[running] = out.get(running, 0.0) + (at - last).total_seconds()
+        running, last = running + step, at
+    return dict(sorted(out.items()))
+
+
 def report(build: Build) -> str:
     lines = [f"wall time: {build.wall_s:.0f} s" if build.wall_s is not None else "wall time: unknown",
              f"{'rule':<14} {'jobs':>5} {'job-s':>8} {'min s':>7} {'max s':>7}"]
     for rule, row in per_rule(build).items():
         lines.append(f"{rule:<14} {row['jobs']:>5.0f} {row['job_s']:>8.0f} {row['min_s']:>7.0f} {row['max_s']:>7.0f}")
+    lines.append("jobs running at once: " + ", ".join(f"{k} for {s:.0f} s" for k, s in occupancy(build).items()))
     unfinished = [j for j in build.jobs if j.end is None]
     if unfinished:
         lines.append(f"not finished: {', '.join(f'{j.rule}({j.wildcards})' for j in unfinished)}")

@@ -65,6 +65,9 @@ def test_the_log_gives_job_seconds_per_rule_and_the_ratios_to_the_probe(bench, o
     text = bench.report(build)
     assert "ablate_toy / probe_toy: all 2.20x, toy-olmo 2.50x, toy-pythia 2.00x" in text
     assert "not finished: notebook(), all()" in text
+    # two jobs from the start until 160 s (the last null PR ends), then the last ablation alone
+    assert bench.occupancy(build) == {1: 50.0, 2: 160.0}
+    assert "jobs running at once: 1 for 50 s, 2 for 160 s" in text
 
 
 def test_a_log_without_the_probe_says_so(bench, tmp_path, capsys):

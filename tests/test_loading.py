@@ -111,3 +111,19 @@ def test_device_and_dtype_choice():
     with pytest.raises(ConfigError, match="unknown device"):
         resolve_device("tpu9")
     assert torch_dtype("float16") is torch.float16 and torch_dtype("bf16") is torch.bfloat16
+
+
+def test_a_mixture_of_experts_runs_its_experts_in_a_loop_on_a_cpu_with_the_same_logits(make_tiny_panel):
+    """On a CPU, load_revision asks for OLMoE's plain expert loop (faster there than transformers' grouped_mm
+    default on small experts): the same logits as the default, bit for bit."""
+    from transformers import AutoModelForCausalLM
+
+    path = make_tiny_panel("olmoe", revisions=1)
+    panel = load_panel(path)
+    ours = load_revision(panel, "step0", device="cpu", progress=False)
+    assert ours.config._experts_implementation == "eager"
+    default = AutoModelForCausalLM.from_pretrained(panel.revision_path("step0"), attn_implementation="eager").eval()
+    assert default.config._experts_implementation != "eager"  # the test compares two implementations
+    ids = torch.randint(0, 100, (6, 20))
+    with torch.no_grad():
+        assert torch.equal(ours(input_ids=ids).logits, default(input_ids=ids).logits)

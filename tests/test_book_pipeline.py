@@ -96,6 +96,23 @@ def test_the_pipeline_names_each_jobs_files(tmp_path, monkeypatch):
                                *(f"data/results/{n}/panel.done" for n in p.toy_panels[1:])]
 
 
+def test_the_toy_probes_measure_the_pr_null_and_the_mini_runs_sessions_run_in_turn(tmp_path, monkeypatch):
+    """Config null_pr_draws goes to the toy panels' probes (not to a hub panel's) and to the null job; the two
+    sessions that share the participant's mini run wait for each other (the later one trains it), instead of
+    both starting and one holding a core while it waits on the other's lock."""
+    from types import SimpleNamespace
+
+    monkeypatch.chdir(REPO)
+    p = small_config(REPO, book_root=str(REPO), null_pr_draws=3, real_panels=["pythia-1b"])
+    assert p.probe_fields("toy-olmo")["null_pr_draws"] == 3 and "null_pr_draws" not in p.probe_fields("pythia-1b")
+    assert p.null_job_draws == 3 and small_config(REPO, null_pr_draws=0).null_job_draws == 5
+    assert p.probe_fields("toy-olmo-s1")["null_pr_draws"] == 3
+    assert p.mini_run_sessions() == ["04_causal_and_spectral", "02_watch_a_circuit_form"]
+    inputs = {s: p.workshop_inputs(SimpleNamespace(session=s))["after"] for s in p.workshop_sessions}
+    assert inputs.pop("02_watch_a_circuit_form") == [f"{p.generated}/workshop/04_causal_and_spectral.ipynb"]
+    assert all(after == [] for after in inputs.values())
+
+
 def test_the_pipeline_reads_the_cluster_settings(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     p = small_config(tmp_path, cluster={"partition": "short", "mem_mb": "2000", "gpu": 1, "max_cpus": "2",

@@ -367,7 +367,21 @@ class Pipeline:
                 # the chapters do (load_panel(name, results_dir=...)), not the grid a refinement has not yet joined
                 "records": [f for name in self.toy_panels for f in [*self.records(name), *self.refines(name)]]
                 if run else [],
-                "published": self.published_target() if run else []}
+                "published": self.published_target() if run else [],
+                "after": self.mini_run_before(wildcards.session) if run else []}
+
+    def mini_run_sessions(self) -> list[str]:
+        """The sessions whose solutions use the participant's mini run (`data.train_mini(`), the later one first:
+        it trains the run, the earlier then reuses it (as a room's second session would). Run one after another:
+        started together, one would wait on the other's lock holding a core idle (about 45 s of a fresh build)."""
+        uses = [s for s, src in self.workshop_sources.items() if "train_mini(" in Path(src).read_text()]
+        return sorted(uses, reverse=True)
+
+    def mini_run_before(self, session: str) -> list[str]:
+        """The executed session that must finish before `session` starts (the mini run's order), if any."""
+        order = self.mini_run_sessions()
+        at = order.index(session) if session in order else 0
+        return [f"{self.generated}/workshop/{order[at - 1]}.ipynb"] if at > 0 else []
 
     def workshop_environment(self) -> str:
         return self._environment(None)

@@ -38,6 +38,7 @@ rule workshop:
         execute="" if P.workshop_execute else "--no-execute",
         out=f"{GEN}/workshop",
     threads: 1
+    priority: 1  # before the pages: session 4 (the mini run's training, ~1.5 min) and then 2 must not be the tail
     resources: **CPU_JOB
     log:
         f"{LOGS}/workshop/{{session}}.log",

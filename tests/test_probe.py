@@ -66,6 +66,23 @@ def test_probe_is_deterministic():
     assert a.table.equals(b.table) and np.array_equal(a.nulls, b.nulls) and np.array_equal(a.replicates, b.replicates)
 
 
+@pytest.mark.parametrize("family", ["gpt_neox", "olmo"])
+def test_a_dense_models_record_is_the_same_bits_at_any_chunk_that_holds_the_prefix_batch(family):
+    """The toy panels' dense families are probed in chunks of 64 (recipe.TOY_PROBE_CHUNK), their records measured
+    in 250: every row is computed alike in any chunk, and the prefix batch (n_prefix sequences, summed over chunks)
+    is one chunk in both. The same record, null PR and behaviour, bit for bit -- and a chunk that splits the prefix
+    batch does change its sums' rounding, so the check can fail."""
+    model = tiny_model(family)
+    cfg = CFG.replace(null_pr_draws=2)
+    runs = {bs: probe_model(model, cfg.replace(batch_size=bs), progress=False) for bs in (24, 8, 5)}
+    whole, chunked = runs[24], runs[8]
+    assert whole.table.equals(chunked.table) and np.array_equal(whole.null_pr, chunked.null_pr)
+    assert np.array_equal(whole.replicates, chunked.replicates) and repr(whole.behaviour) == repr(chunked.behaviour)
+    split = runs[5]  # the 8 prefix sequences in two chunks
+    assert not split.table["prefix_matching"].equals(whole.table["prefix_matching"])
+    np.testing.assert_allclose(split.table["prefix_matching"], whole.table["prefix_matching"], rtol=1e-5)
+
+
 def test_probe_vocab_range_error():
     with pytest.raises(ConfigError, match="vocab_range"):
         probe_model(tiny_model("olmo"), CFG.replace(vocab_range=(100, 10000)), progress=False)

@@ -132,6 +132,40 @@ def test_a_rebuild_keeps_an_edited_student_notebook_and_writes_the_new_one_besid
     assert any("replaced (--force)" in line for line in said), said
 
 
+def test_two_builds_into_one_folder_execute_at_once_and_keep_each_others_record(tmp_path, monkeypatch):
+    """The pipeline builds each session in its own job, all into one folder: the folder's lock covers only the
+    writes (and the build record, read afresh under it), so the two executions overlap -- the barrier below breaks
+    if one waits out the other -- and the record ends up with both builds' files."""
+    import json
+    import threading
+
+    both_running = threading.Barrier(2, timeout=30)
+
+    def execute(s, **kwargs):  # stands in for papermill: each session's run waits for the other's to start
+        both_running.wait()
+        return build.solutions_notebook(s), 0.0
+
+    monkeypatch.setattr(build, "execute", execute)
+    errors: list[BaseException] = []
+
+    def one(name: str) -> None:
+        try:
+            build.build(tmp_path, [name], editions=("student", "solutions", "book"), log=lambda _: None)
+        except BaseException as err:  # noqa: BLE001 -- re-raised in the test's thread below
+            errors.append(err)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in ("1", "2")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    recorded = json.loads((tmp_path / manifest.MANIFEST).read_text())["files"]
+    assert sorted(recorded) == [f"{e}/{s}.ipynb" for e in ("solutions", "student")
+                                for s in ("01_probe_by_hand", "02_watch_a_circuit_form")]
+    assert (tmp_path / "01_probe_by_hand.ipynb").is_file() and (tmp_path / "02_watch_a_circuit_form.ipynb").is_file()
+
+
 def test_a_file_no_build_wrote_is_kept_too(tmp_path):
     (tmp_path / "student").mkdir()
     theirs = tmp_path / "student" / "03_sinks_and_selectivity.ipynb"

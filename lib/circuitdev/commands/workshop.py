@@ -56,12 +56,11 @@ def register(subparsers) -> None:
 
 
 def run_build(args) -> int:
-    from circuitdev.locks import folder_lock
     from circuitdev.workshop.build import build
 
-    with folder_lock(args.out, what="workshop folder"):  # two builds into one folder: the second waits
-        built = build(args.out, args.sessions, editions=args.edition or ("student", "solutions"), run=args.execute,
-                      kernel=args.kernel, force=args.force)
+    # two builds into one folder run at once; each locks the folder only while it writes (`build`)
+    built = build(args.out, args.sessions, editions=args.edition or ("student", "solutions"), run=args.execute,
+                  kernel=args.kernel, force=args.force)
     ran = [b for b in built if b.seconds is not None]
     if ran:
         print("solutions executed in " + ", ".join(f"{b.session} {b.seconds:.0f} s" for b in ran)

@@ -69,6 +69,15 @@ class Mixture:
         return tuple(float(getattr(self, k)) for k in WINDOW_KINDS)
 
 
+# Sequences per forward when a toy panel is probed (ProbeConfig.batch_size, not hashed). A dense toy's record is
+# the same bits at any chunk that holds the 64-sequence prefix batch whole (each row is computed alike in any chunk;
+# the prefix score is summed over chunks), and chunks of 64 ran its probe, null PR included, 12-16% faster than 250
+# side by side on 2 cores (the activations stay in cache; issue 34; tests/test_probe.py). A mixture of experts'
+# expert matmuls see as many tokens as the chunk routes to each expert, so its rounding depends on the chunk: it
+# keeps the 250 its shipped records were measured with.
+TOY_PROBE_CHUNK: dict[str | None, int] = {None: 64, "olmoe": 250}
+
+
 @dataclass(frozen=True)
 class ToyRecipe:
     seed: int = 0  # one seed drives corpus, tokenizer, data order and initialisation
@@ -177,7 +186,8 @@ class ToyRecipe:
     def trains_with_bos(self) -> bool:
         return self.mixture.bos or any(m.bos for _, m in self.phases)
 
-    def probe_defaults(self) -> dict:
+    def probe_defaults(self, family: str | None = None) -> dict:
+        """The probe settings of this recipe's panels (their panel files' `probe:`); `family` picks the chunk size."""
         from circuitdev.toy.tokenizer import EOS_ID
 
         # a model that always saw the BOS at position 0 is probed with it there (ProbeConfig.first_token_id)
@@ -187,8 +197,7 @@ class ToyRecipe:
                 # at T = 64 the paper's 50 fixed baseline positions cover ~90% of the positions B can take, which caps
                 # induction selectivity near 56x (screen.induction_ceiling); excluding each sequence's A/B lifts it
                 "baseline_excludes_ab": True,
-                # big chunks: a toy revision's whole batch fits in memory, and each nnsight trace has a fixed cost
-                "batch_size": 250}
+                "batch_size": TOY_PROBE_CHUNK.get(family, TOY_PROBE_CHUNK[None])}
 
     def replace(self, **changes) -> "ToyRecipe":
         return dataclasses.replace(self, **changes)

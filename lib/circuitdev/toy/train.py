@@ -289,7 +289,7 @@ def write_panel_file(family: str, recipe: ToyRecipe, data_dir: Path | None = Non
         "description": f"Toy {family} model trained on CPU by `circuitdev toy train` (recipe {recipe.recipe_hash()}, "
                        "see book/toy_recipe.md).",
         "revisions": [{"name": revision_name(s), "tokens": int(s * recipe.tokens_per_step)} for s in recipe.grid()],
-        "probe": recipe.probe_defaults(),
+        "probe": recipe.probe_defaults(family),
     }
     if recipe.dense_grid():  # the dense checkpoints: not probed by default, the pool `circuitdev refine` draws from
         doc["candidates"] = [{"name": revision_name(s), "tokens": int(s * recipe.tokens_per_step)}

@@ -136,10 +136,15 @@ def build(out: str | Path, sessions: Sequence[str] | None = None, *, editions: I
     """Write the editions of the sessions into `out` (student/, solutions/, and the book's edition in `out` itself).
     run=False writes the solutions and book editions unexecuted. Sessions are parsed (and checked) before any runs.
     A student or solutions notebook changed since the last build (a participant's work) is kept and the new edition
-    written beside it, said in `log`; `force=True` replaces it (`circuitdev.workshop.manifest`)."""
+    written beside it, said in `log`; `force=True` replaces it (`circuitdev.workshop.manifest`).
+
+    Two builds into one folder (the pipeline runs one job per session) run their sessions at the same time: each
+    holds the folder's lock only while it writes a session's editions and the build record, which it reads afresh
+    under the lock, so that neither loses the other's entries and neither waits out the other's execution."""
     import nbformat
 
     from circuitdev.atomic import write_atomic
+    from circuitdev.locks import folder_lock
     from circuitdev.workshop.manifest import BuildManifest
 
     editions = tuple(editions)
@@ -151,25 +156,26 @@ def build(out: str | Path, sessions: Sequence[str] | None = None, *, editions: I
         raise ConfigError(f"--out {out} is a file; name a folder (it is created when missing)")
     parsed = [parse_session(p) for p in find_sessions(sessions)]
     out.mkdir(parents=True, exist_ok=True)
-    manifest = BuildManifest.open(out)
     results = []
     for s in parsed:
-        written: dict[str, Path] = {}
-        if "student" in editions:
-            written["student"] = manifest.write(out / "student" / f"{s.name}.ipynb",
-                                                nbformat.writes(student_notebook(s)), force=force, log=log)
         seconds = None
         executed = None
         if run and ("solutions" in editions or "book" in editions):
             log(f"running {s.name} ({len(s.exercises)} exercises) ...")
             executed, seconds = execute(s, kernel=kernel, cwd=cwd or out, failed_dir=out / "failed")
         solutions = solutions_notebook(s, executed)
-        if "solutions" in editions:
-            written["solutions"] = manifest.write(out / "solutions" / f"{s.name}.ipynb", nbformat.writes(solutions),
-                                                  force=force, log=log)
-        if "book" in editions:  # a pipeline output: replaced by every build
-            written["book"] = write_atomic(out / f"{s.name}.ipynb",
-                                           nbformat.writes(book_notebook(s, solutions, executed=executed is not None)))
+        written: dict[str, Path] = {}
+        with folder_lock(out, what="workshop folder"):  # another build's writes and record: before or after ours
+            manifest = BuildManifest.open(out)
+            if "student" in editions:
+                written["student"] = manifest.write(out / "student" / f"{s.name}.ipynb",
+                                                    nbformat.writes(student_notebook(s)), force=force, log=log)
+            if "solutions" in editions:
+                written["solutions"] = manifest.write(out / "solutions" / f"{s.name}.ipynb",
+                                                      nbformat.writes(solutions), force=force, log=log)
+            if "book" in editions:  # a pipeline output: replaced by every build
+                written["book"] = write_atomic(out / f"{s.name}.ipynb", nbformat.writes(
+                    book_notebook(s, solutions, executed=executed is not None)))
         took = f" in {seconds:.0f} s" if seconds is not None else ""
         log(f"{s.name}: {len(s.exercises)} exercises, {s.minutes} min of exercises{took} -> "
             + ", ".join(str(p) for p in written.values()))

@@ -117,7 +117,7 @@ def check_probe() -> Result:
         from circuitdev.measure.config import ProbeConfig
 
         model = build_model(family, recipe, attn_implementation="eager").eval()
-        cfg = ProbeConfig.from_dict(recipe.probe_defaults())
+        cfg = ProbeConfig.from_dict(recipe.probe_defaults(family))
         what = f"an untrained {TOY_PANEL}-shaped model"
     import torch
 

@@ -88,6 +88,54 @@ def test_a_wide_figure_is_redrawn_at_the_width_it_is_shown():
     plt.close("all")
 
 
+def test_a_fitted_figure_is_the_png_savefig_draws_at_each_try_but_drawn_once():
+    """figure_png_fitted lays each try out and measures it (`laid_out_box`), and draws the PNG once; the reference
+    here saves every try with savefig(bbox_inches="tight"), as it did before (issue 34): the same bytes, for a figure
+    with a layout engine and one without, and the engine is the figure's again afterwards."""
+    import textwrap
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    display.setup()
+
+    def saved_at_each_try(fig, dpi=110, max_px=display.MAX_FIGURE_PX):
+        data = display.figure_png(fig, dpi)
+        for _ in range(6):
+            width = display.png_width(data)
+            if width <= max_px:
+                break
+            w, h = fig.get_size_inches()
+            k = max_px / width * 0.95
+            fig.set_size_inches(w * k, h * max(0.75, k))
+            title = fig._suptitle
+            if title is not None:
+                title.set_text(textwrap.fill(" ".join(title.get_text().split()), width=max(40, int(w * k * 9.5))))
+            data = display.figure_png(fig, dpi)
+        return data
+
+    def panels(layout):
+        fig, axes = plt.subplots(1, 3, figsize=(11, 4), layout=layout)
+        for ax in axes:
+            ax.plot([0, 1], [0, 1], label="a line")
+            ax.set_xlabel("training tokens")
+        axes[-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
+        fig.suptitle("A title wrapped to the width of the figure when it is drawn narrower " * 2)
+        return fig
+
+    for layout in ("constrained", None):
+        reference = saved_at_each_try(panels(layout))
+        fig = panels(layout)
+        engine = fig.get_layout_engine()
+        fitted = display.figure_png_fitted(fig)
+        assert display.png_width(fitted) < display.png_width(display.figure_png(panels(layout)))  # it was fitted
+        assert fitted == reference, layout
+        assert fig.get_layout_engine() is engine
+    plt.close("all")
+
+
 def test_numbers_in_prose_follow_the_tables_rule():
     """Issue 30: F4's "paper 0.3, data 0.754593" and session 4's "0.6919999718666077" were raw floats in prose."""
     import numpy as np

@@ -105,6 +105,23 @@ def test_candidates_are_one_half_and_all_cores():
     assert machine.candidates(64) == [1, 4, 8]  # capped: the toy models are small
 
 
+def test_a_jobs_thread_share_caps_the_candidates(monkeypatch):
+    """In `make book` a session is a one-thread job beside another job (OMP_NUM_THREADS=1): its mini run must not
+    measure, let alone take, a second thread that the other job is using."""
+    monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert machine.cpu_count() == 4 and machine.candidates() == [1, 2, 4]
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert machine.cpu_count() == 1 and machine.candidates() == [1]
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert machine.candidates() == [1, 2]
+    monkeypatch.setenv("OMP_NUM_THREADS", "16")  # more than the cores: the cores
+    assert machine.cpu_count() == 4
+    for unusable in ("", "0", "4,2", "all"):  # not a thread count: the cores
+        monkeypatch.setenv("OMP_NUM_THREADS", unusable)
+        assert machine.cpu_count() == 4
+
+
 # ------------------------------------------------------------------------------------- the workshop's folder
 
 

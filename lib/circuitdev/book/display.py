@@ -385,15 +385,48 @@ def png_width(data: bytes) -> int:
 MIN_FIT = 0.7
 
 
+def laid_out_box(fig, dpi: int = 110):
+    """Lay `fig` out (its layout engine run, nothing rasterised) and return the box that savefig's
+    bbox_inches="tight" would save, padded as it pads it (inches). int(width * dpi) is the PNG's width."""
+    import matplotlib
+
+    before = fig.dpi
+    fig.set_dpi(dpi)  # savefig lays the figure out at the PNG's dpi
+    try:
+        fig.draw_without_rendering()
+        box = fig.get_tightbbox(fig.canvas.get_renderer())
+    finally:
+        fig.set_dpi(before)
+    return box.padded(matplotlib.rcParams["savefig.pad_inches"])
+
+
+def render_laid_out(fig, box, dpi: int = 110) -> bytes:
+    """The PNG of a figure `laid_out_box` has just laid out, cut to `box`: one draw, without the second layout pass
+    savefig runs when the figure has a layout engine (the engine is put back afterwards)."""
+    import matplotlib
+
+    engine = fig.get_layout_engine()
+    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)  # None with these rc values: no engine at all (not 'none', a placeholder)
+    try:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches=box)
+        return buf.getvalue()
+    finally:
+        if engine is not None:
+            fig.set_layout_engine(engine)
+
+
 def figure_png_fitted(fig, dpi: int = 110, max_px: int = MAX_FIGURE_PX) -> bytes:
     """The figure as PNG, redrawn narrower (its text keeps its size) while wider than `max_px`: the width of the
     figure is scaled to fit, its height by less (never below 3/4), as the layout engine re-lays it out. A figure
-    that would need less than MIN_FIT of its width is left as drawn."""
-    data = figure_png(fig, dpi)
-    if png_width(data) * MIN_FIT > max_px:
-        return data
+    that would need less than MIN_FIT of its width is left as drawn. Each try is laid out and measured only
+    (`laid_out_box`); the PNG is drawn once, at the width it keeps (`render_laid_out`)."""
+    box = laid_out_box(fig, dpi)
+    if int(box.width * dpi) * MIN_FIT > max_px:
+        return render_laid_out(fig, box, dpi)
     for _ in range(6):  # a legend or title of fixed size beside the panels: the panels shrink more than the whole
-        width = png_width(data)
+        width = int(box.width * dpi)  # the PNG's width: Agg truncates the canvas to whole pixels
         if width <= max_px:
             break
         w, h = fig.get_size_inches()
@@ -402,8 +435,8 @@ def figure_png_fitted(fig, dpi: int = 110, max_px: int = MAX_FIGURE_PX) -> bytes
         title = getattr(fig, "_suptitle", None)
         if title is not None:  # re-wrapped to the new width (plots.axes.figure_title), else it keeps the old one
             title.set_text(textwrap.fill(" ".join(title.get_text().split()), width=max(40, int(w * k * 9.5))))
-        data = figure_png(fig, dpi)
-    return data
+        box = laid_out_box(fig, dpi)
+    return render_laid_out(fig, box, dpi)
 
 
 def show_figure(fig, *, name: str, caption: str, provenance: str, width: str = "100%", close: bool = True) -> None:

@@ -186,7 +186,10 @@ def current(*, log: Callable[[str], None] | None = print) -> ThreadChoice:
     if choice is not None:
         return choice
     if log:
-        log("measuring this machine's training speed with 1 and more torch threads (a few seconds, once; "
+        counts = candidates()
+        which = "1 torch thread (all this process may use)" if counts == [1] else \
+            f"{', '.join(map(str, counts[:-1]))} and {counts[-1]} torch threads"
+        log(f"measuring this machine's training speed with {which} (a few seconds, once; "
             "`circuitdev workshop doctor` does it too) ...")
     choice = measure()
     save(choice)

@@ -254,12 +254,15 @@ def test_pages_render_in_headless_chromium(book):
                                                "the pages' layout at 1280 px was not measured")
 def test_at_1280_px_tables_need_no_scrolling_and_figures_keep_their_size(book):
     """Read in Chromium at 1280 px: no table of a findings, side or audit page scrolls sideways (every column in
-    view), and no figure of a computed page is shown below 0.8 of its own width (its labels keep their size)."""
+    view), no figure of a computed page is shown below 0.8 of its own width (its labels keep their size), and no box
+    of a computed page runs under the right-hand sidebar (a verdict's lines were hidden there, under a cell widened
+    for its page's parameters table)."""
     from circuitdev.book.html_check import layout
 
-    scrolling, shrunk, n_tables, n_images = [], [], 0, 0
+    scrolling, shrunk, covered, n_tables, n_images = [], [], [], 0, 0
     for page in sorted((book / "book" / "_generated").glob("*.html")):
         found = layout(page, width=1280)
+        covered += [f"{page.stem}: {c['px']} px: {c['title']}" for c in found["covered"]]
         if page.stem in [*FINDING_NOTEBOOKS, "audit"]:
             n_tables += len(found["tables"])
             scrolling += [f"{page.stem}: {t['width']} px in {t['visible']} px: {t['caption']}"
@@ -270,6 +273,7 @@ def test_at_1280_px_tables_need_no_scrolling_and_figures_keep_their_size(book):
     assert n_tables >= 10 and n_images >= 10
     assert not scrolling, "tables that scroll at 1280 px:\n" + "\n".join(scrolling)
     assert not shrunk, "figures shown below 0.8 of their width:\n" + "\n".join(shrunk)
+    assert not covered, "boxes under the right-hand sidebar at 1280 px:\n" + "\n".join(covered)
 
 
 _REMOTE = re.compile(r"^(?:https?:)?//", re.I)

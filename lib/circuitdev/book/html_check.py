@@ -118,6 +118,18 @@ window.addEventListener("load", () => setTimeout(() => {
     out.images.push({caption: text(fig && fig.querySelector("figcaption")) || im.alt.slice(0, 80),
                      natural: im.naturalWidth, shown: im.getBoundingClientRect().width});
   });
+  // a box of the text (a verdict, a note) that runs under the right-hand sidebar: its lines there are hidden
+  out.covered = [];
+  const side = document.querySelector(".bd-sidebar-secondary");
+  const s = side ? side.getBoundingClientRect() : null;
+  if (s && s.width > 0 && s.height > 0) {
+    root.querySelectorAll("div.admonition").forEach((box) => {
+      const b = box.getBoundingClientRect();
+      const x = Math.min(b.right, s.right) - Math.max(b.left, s.left);
+      const y = Math.min(b.bottom, s.bottom) - Math.max(b.top, s.top);
+      if (x > 1 && y > 1) out.covered.push({title: text(box.querySelector(".admonition-title")), px: Math.round(x)});
+    });
+  }
   const pre = document.createElement("pre");
   pre.id = "circuitdev-layout";
   pre.textContent = JSON.stringify(out);
@@ -128,8 +140,9 @@ window.addEventListener("load", () => setTimeout(() => {
 
 def layout(page: str | Path, *, width: int = 1280, chromium: str | None = None, timeout: int = 120) -> dict:
     """How one built page lays out in headless Chromium at `width` CSS px: {"tables": [{caption, width, visible}],
-    "images": [{caption, natural, shown}]}: a table needs sideways scrolling when its width exceeds what is visible;
-    an image is shown at shown / natural of its own width. The page is copied beside itself with a measuring script
+    "images": [{caption, natural, shown}], "covered": [{title, px}]}: a table needs sideways scrolling when its width
+    exceeds what is visible; an image is shown at shown / natural of its own width; a box (admonition) is covered
+    when it runs `px` under the right-hand sidebar, which hides its lines there. The page is copied beside itself with a measuring script
     (relative links keep working) and the copy removed."""
     import json
     import shutil

@@ -61,6 +61,8 @@ class ProbeConfig:
     null_pr_draws: int = 0
     null_pr_seed: int = 2026  # the authors' RandomState seed of the null batch
     # --- execution (not hashed)
+    # sequences per forward; a dense model's numbers do not depend on it (tests/test_probe.py), a mixture of
+    # experts' do at float rounding (its expert matmuls see the tokens a chunk routes to them; toy.recipe)
     batch_size: int = 8
     device: str | None = None
     dtype: str | None = None  # None: the panel's dtype

@@ -167,7 +167,8 @@ def glue_power(ch, null: pd.DataFrame, head_class: str) -> None:
                                                                                mine["rule"], mine["power"])) or None,
             absent="no test: no lead is defined in this build")
     ch.glue("power-conclusion", said["conclusion"])
-    ch.table(null[findings.LEAD_POWER_TABLE] if len(null) else null, precision=2, caption="Whether each test can "
+    # no test in this build: the same columns, no rows (all 26 of an empty frame scrolled sideways at 1280 px)
+    ch.table(null.reindex(columns=findings.LEAD_POWER_TABLE), precision=2, caption="Whether each test can "
              "reject at all: the smallest attainable p (min_p: every circuit head elevated at the earliest revision "
              "any head is), the p-value (≥; p_greater: strictly greater), and what the test concludes.")
 

@@ -467,3 +467,39 @@ def test_tables_with_a_repeated_column_name_still_show(monkeypatch):
     display.show_table(df, "t")
     html_text = shown[0].to_html()
     assert "pythia-1b" in html_text and "<code>x</code>" in html_text and "td.col0" in html_text
+
+
+def test_a_kernel_that_dies_before_it_answers_is_started_again(tmp_path, monkeypatch):
+    """A kernel that dies before its first reply ran no cell (two pages starting kernels at once can draw one port:
+    zmq's "Address already in use"): the page runs on a fresh kernel. Any other kernel failure is not retried, and
+    a kernel that keeps dying at start fails the page after KERNEL_START_RETRIES more tries."""
+    import papermill as pm
+
+    from circuitdev.book import execute
+
+    source = tmp_path / "tiny.py"
+    source.write_text('# %% tags=["parameters"]\nx: int = 1\n\n# %%\ny = x + 1\n')
+    real, calls = pm.execute_notebook, []
+
+    def dies_first(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError(execute.KERNEL_DIED_AT_START)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "execute_notebook", dies_first)
+    out = execute_page(source, tmp_path / "out" / "tiny.ipynb", {}, failed_dir=tmp_path / "failed")
+    assert out.is_file() and len(calls) == 2
+
+    mid_page, at_start = ("the kernel died mid-page", 1), (execute.KERNEL_DIED_AT_START, 1 + execute.KERNEL_START_RETRIES)
+    for message, tries in (mid_page, at_start):
+        calls.clear()
+
+        def dies(*args, message=message, **kwargs):
+            calls.append(1)
+            raise RuntimeError(message)
+
+        monkeypatch.setattr(pm, "execute_notebook", dies)
+        with pytest.raises(execute.PageFailed, match="the kernel failed"):
+            execute_page(source, tmp_path / "out2" / "tiny.ipynb", {}, failed_dir=tmp_path / "failed")
+        assert len(calls) == tries, message

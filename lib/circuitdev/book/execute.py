@@ -197,6 +197,13 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
+# A kernel that dies before it answers its first request ran no cell of the page, so it is started again. Two pages
+# starting kernels at once (`make book` runs two jobs) can draw the same free port, and the later one dies with zmq's
+# "Address already in use" (seen once in a test build on two cores).
+KERNEL_DIED_AT_START = "Kernel died before replying to kernel_info"
+KERNEL_START_RETRIES = 2
+
+
 def execute_page(source: str | os.PathLike, output: str | os.PathLike, parameters: dict[str, Any] | None = None,
                  *, folders: BuildFolders | None = None, cwd: str | os.PathLike | None = None,
                  kernel: str = "python3", failed_dir: str | os.PathLike | None = None,
@@ -226,19 +233,23 @@ def execute_page(source: str | os.PathLike, output: str | os.PathLike, parameter
     with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
         src, out = Path(tmp) / f"{source.stem}.ipynb", Path(tmp) / output.name
         nbformat.write(notebook, src)
-        try:
-            with _environment(env), _quiet_build_parameters():
-                executed = pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel,
-                                               language="python", cwd=str(cwd or REPO_ROOT), progress_bar=False,
-                                               **_kernel_options())
-        except pm.PapermillExecutionError as err:
-            _keep(out, kept)
-            raise PageFailed(f"page {source.stem} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "
-                             f"(the failed notebook: {kept})") from None
-        except (RuntimeError, OSError) as err:  # the kernel died or could not start
-            _keep(out, kept)
-            raise PageFailed(f"page {source.stem}: the kernel failed ({type(err).__name__}: {err}); the notebook "
-                             f"so far: {kept}") from None
+        for attempt in range(KERNEL_START_RETRIES + 1):
+            try:
+                with _environment(env), _quiet_build_parameters():
+                    executed = pm.execute_notebook(str(src), str(out), parameters=parameters, kernel_name=kernel,
+                                                   language="python", cwd=str(cwd or REPO_ROOT), progress_bar=False,
+                                                   **_kernel_options())
+                break
+            except pm.PapermillExecutionError as err:
+                _keep(out, kept)
+                raise PageFailed(f"page {source.stem} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "
+                                 f"(the failed notebook: {kept})") from None
+            except (RuntimeError, OSError) as err:  # the kernel died or could not start
+                if attempt < KERNEL_START_RETRIES and KERNEL_DIED_AT_START in str(err):
+                    continue  # it ran no cell: a fresh kernel, on fresh ports
+                _keep(out, kept)
+                raise PageFailed(f"page {source.stem}: the kernel failed ({type(err).__name__}: {err}); the "
+                                 f"notebook so far: {kept}") from None
     for cell in executed.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
